@@ -1,0 +1,35 @@
+# viz_place — the two commands a newcomer needs: `make lab` and `make test`.
+PY ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install lab test test-fast bench samples clean
+
+$(STAMP): pyproject.toml
+	@command -v $(PY) >/dev/null 2>&1 || { echo "error: $(PY) not found; viz_place needs Python 3.11 (set PY=...)" >&2; exit 2; }
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip setuptools wheel
+	$(BIN)/pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab notebooks/explorer.ipynb
+
+test: $(STAMP)
+	bash scripts/ensure-browser.sh
+	$(BIN)/python -m pytest -q
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not browser and not slow"
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run_all.py
+
+samples: $(STAMP)
+	$(BIN)/python scripts/make_samples.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

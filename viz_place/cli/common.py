@@ -1,0 +1,77 @@
+"""Shared pieces of the CLI: loading inputs, printing, exit codes."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from typing import Any
+
+from ..errors import InputFormatError
+from ..io import load_graph, read_cluster, read_pins
+from ..model import Cluster, OpGraph
+from ..samples import load_sample, sample_names
+
+EXIT_BAD_INPUT = 2
+
+
+def add_graph_args(p, *, devices: bool = True, pins: bool = False) -> None:
+    p.add_argument("graph", help="graph file (paper JSON, node-link JSON, .onnx) or a sample name")
+    if devices:
+        p.add_argument("--devices", metavar="FILE", help="devices JSON ({'classes': [...]} or the paper's maxFPGAs/...)")
+    if pins:
+        p.add_argument("--pins", metavar="FILE", help="pins JSON ({node: device})")
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+
+
+def load_graph_arg(spec: str) -> OpGraph:
+    if not os.path.exists(spec) and spec in sample_names():
+        return load_sample(spec)
+    return load_graph(spec)
+
+
+def cluster_for(graph: OpGraph, devices_path: str | None) -> Cluster:
+    if devices_path:
+        return read_cluster(devices_path)
+    if graph.default_cluster is not None:
+        return graph.default_cluster
+    raise InputFormatError(f"graph {graph.name!r} carries no device set; pass --devices FILE")
+
+
+def pins_for(graph: OpGraph, cluster: Cluster, pins_path: str | None) -> dict[str, str]:
+    return read_pins(pins_path, graph, cluster) if pins_path else {}
+
+
+def jsonable(x: Any) -> Any:
+    """Replace inf/NaN (not valid JSON) with None, recursively."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [jsonable(v) for v in x]
+    return x
+
+
+def print_json(obj: Any) -> None:
+    json.dump(jsonable(obj), sys.stdout, indent=1, allow_nan=False)
+    sys.stdout.write("\n")
+
+
+def fmt(x: Any) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        if math.isinf(x):
+            return "inf"
+        return f"{x:.6g}"
+    return str(x)
+
+
+def print_table(headers: list[str], rows: list[list[Any]]) -> None:
+    cells = [[fmt(c) for c in r] for r in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
+    print("  ".join(h.ljust(w) for h, w in zip(headers, widths)))
+    print("  ".join("-" * w for w in widths))
+    for r in cells:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)))

@@ -1,0 +1,23 @@
+"""Reading JSON files with errors that name the file and the position."""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from ..errors import InputFormatError
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    """Parse ``path`` as JSON; missing files and syntax errors become :class:`InputFormatError`."""
+    try:
+        with open(path, "r", encoding="utf-8") as fh:
+            return json.load(fh)
+    except FileNotFoundError:
+        raise InputFormatError(f"{path}: file not found") from None
+    except IsADirectoryError:
+        raise InputFormatError(f"{path}: is a directory, expected a file") from None
+    except UnicodeDecodeError:
+        raise InputFormatError(f"{path}: not a UTF-8 text file") from None
+    except json.JSONDecodeError as err:
+        raise InputFormatError(f"{path}: invalid JSON at line {err.lineno} column {err.colno}: {err.msg}") from None
