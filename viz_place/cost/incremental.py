@@ -57,7 +57,11 @@ class IncrementalEvaluator:
         if len(self.dev) != prob.n:
             raise ValueError(f"expected {prob.n} device indices, got {len(self.dev)}")
         D = prob.num_devices
-        self._lat = prob.lat.tolist()
+        # Unsupported (infinite) latencies are counted apart so moves never compute inf - inf.
+        finite = np.isfinite(prob.lat)
+        self._lat = np.where(finite, prob.lat, 0.0).tolist()
+        self._unsupported = (~finite).tolist()
+        self._bad = [0] * D
         self._size = prob.size.tolist()
         self._tc = prob.tcost.tolist()
         self._link_pay = (prob.link * prob.pays).tolist()
@@ -67,6 +71,7 @@ class IncrementalEvaluator:
         self.comm = [0.0] * D
         for i, d in enumerate(self.dev):
             self.compute[d] += self._lat[i][d]
+            self._bad[d] += self._unsupported[i][d]
             self.memory[d] += self._size[i]
         self._cnt: list[dict[int, int]] = [dict() for _ in range(prob.n)]
         for u, v in zip(prob.esrc.tolist(), prob.edst.tolist()):
@@ -89,11 +94,17 @@ class IncrementalEvaluator:
         return out
 
     def _load(self, d: int) -> float:
+        if self._bad[d]:
+            return float("inf")
         if self.overlap:
             return max(self.compute[d], self.comm[d])
         return self.compute[d] + self.comm[d]
 
     # --- public API ----------------------------------------------------------
+    def compute_of(self, d: int) -> float:
+        """Compute on device ``d`` (``inf`` while it holds an op it cannot run)."""
+        return float("inf") if self._bad[d] else self.compute[d]
+
     @property
     def loads(self) -> list[float]:
         return [self._load(d) for d in range(self.prob.num_devices)]
@@ -124,13 +135,15 @@ class IncrementalEvaluator:
                     touched.add(d)
             self.compute[old] -= self._lat[i][old]
             self.compute[new] += self._lat[i][new]
+            self._bad[old] -= self._unsupported[i][old]
+            self._bad[new] += self._unsupported[i][new]
             self.memory[old] -= self._size[i]
             self.memory[new] += self._size[i]
         else:
             touched = set()
         loads = self.loads
         best = max(range(len(loads)), key=loads.__getitem__)
-        changed = {names[d]: DeviceChange(self.compute[d], self.comm[d], loads[d], self.memory[d])
+        changed = {names[d]: DeviceChange(self.compute_of(d), self.comm[d], loads[d], self.memory[d])
                    for d in sorted(touched)}
         return MoveDelta(self.prob.node_ids[i], names[old], names[new], changed, loads[best], names[best])
 

@@ -25,8 +25,9 @@ FORMAT = "viz_place.graph/1"
 
 
 def is_nodelink(data: Any) -> bool:
+    from .paper import is_paper_graph
     return isinstance(data, Mapping) and "nodes" in data and ("edges" in data or "links" in data) \
-        and "maxFPGAs" not in data
+        and not is_paper_graph(data)
 
 
 def graph_to_nodelink(graph: OpGraph) -> dict[str, Any]:

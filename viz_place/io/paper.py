@@ -30,7 +30,13 @@ GRAPH_KEYS = ("maxFPGAs", "maxCPUs", "maxSizePerFPGA", "nodes", "edges")
 
 
 def is_paper_graph(data: Any) -> bool:
-    return isinstance(data, Mapping) and "nodes" in data and "edges" in data and "maxFPGAs" in data
+    """True for JSON that looks like the paper's graph format (device fields or paper-style nodes)."""
+    if not isinstance(data, Mapping) or "nodes" not in data or "edges" not in data:
+        return False
+    if any(k in data for k in ("maxFPGAs", "maxCPUs", "maxSizePerFPGA")):
+        return True
+    nodes = data["nodes"]
+    return isinstance(nodes, list) and bool(nodes) and isinstance(nodes[0], Mapping) and "cpuLatency" in nodes[0]
 
 
 def graph_from_paper_dict(data: Mapping[str, Any], *, name: str = "graph") -> OpGraph:

@@ -1,0 +1,17 @@
+"""Shared fixtures: where the published workloads are (skipped where absent)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+WORKLOADS = Path(os.environ.get("VIZ_PLACE_WORKLOADS", REPO.parent / "shared" / "workloads"))
+
+
+@pytest.fixture(scope="session")
+def workloads() -> Path:
+    if not WORKLOADS.is_dir():
+        pytest.skip(f"published workloads not found at {WORKLOADS} (they live in ../shared/workloads beside the repo)")
+    return WORKLOADS
