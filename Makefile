@@ -15,8 +15,12 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# LAB_ARGS: extra flags for JupyterLab, e.g. `make lab LAB_ARGS="--no-browser --port 8899"`.
+LAB_ARGS ?=
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks/explorer.ipynb
+	$(BIN)/jupyter lab notebooks/explorer.ipynb $(ROOT_FLAG) $(LAB_ARGS)
 
 test: $(STAMP)
 	bash scripts/ensure-browser.sh
