@@ -1,0 +1,222 @@
+"""ONNX import: shapes, constant folding, FLOPs rules, edges, notes, errors, training."""
+from __future__ import annotations
+
+import doctest
+import importlib
+import math
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper  # noqa: E402
+
+from viz_place.errors import InputFormatError  # noqa: E402
+from viz_place.io import load_graph  # noqa: E402
+from viz_place.io.onnx import read_onnx  # noqa: E402
+from viz_place.model.roofline import PRESETS, default_specs, node_bytes  # noqa: E402
+
+LIGHT = Path(onnx.__file__).resolve().parent / "backend" / "test" / "data" / "light"
+LIGHT_MODELS = sorted(p.stem for p in LIGHT.glob("light_*.onnx"))
+
+
+@pytest.mark.parametrize("name", ["viz_place.model.roofline", "viz_place.io.flops", "viz_place.io.costed",
+                                  "viz_place.io.onnx"])
+def test_docstring_examples_run(name):
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0
+
+
+def _model(nodes, inputs, outputs, inits=(), opset=17, **kw):
+    graph = helper.make_graph(nodes, "t", inputs, outputs, list(inits))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], **kw)
+
+
+def _vi(name, shape, dtype=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+def _zeros(name, shape):
+    return helper.make_tensor(name, TensorProto.FLOAT, shape, [0.0] * math.prod(shape))
+
+
+# --- the acceptance figures on real architectures ------------------------------
+def test_resnet50_flops_match_published_figure():
+    g = read_onnx(LIGHT / "light_resnet50.onnx")
+    # ResNet-50 at 224x224: ~4.1 G multiply-adds = ~8.2 GFLOPs (He et al. 2016, Table 1: 3.8e9 "FLOPs" = MACs
+    # of conv/fc only; common profilers report 4.1 G MACs including the projection shortcuts).
+    assert g.total_flops == pytest.approx(8.2e9, rel=0.10)
+    convs = [n for n in g.nodes() if n.op_type == "Conv"]
+    assert len(convs) == 53
+    # weights: ~25.5 M parameters in fp32 (+ BN statistics) ~ 100 MB
+    assert sum(n.size for n in g.nodes()) == pytest.approx(25.5e6 * 4, rel=0.05)
+
+
+@pytest.mark.parametrize("stem, gmacs", [("light_vgg19", 19.6), ("light_densenet121", 2.87),
+                                         ("light_inception_v1", 1.5)])
+def test_other_published_flops(stem, gmacs):
+    assert read_onnx(LIGHT / f"{stem}.onnx").total_flops == pytest.approx(2 * gmacs * 1e9, rel=0.10)
+
+
+@pytest.mark.parametrize("stem", LIGHT_MODELS)
+def test_every_light_model_imports_as_a_costed_dag(stem):
+    m = onnx.load(LIGHT / f"{stem}.onnx")
+    g = read_onnx(LIGHT / f"{stem}.onnx")
+    assert nx.is_directed_acyclic_graph(g.nx) and g.num_nodes > 0
+    types = {n.op_type for n in g.nodes()}
+    assert "ConstantOfShape" not in types and "Constant" not in types
+    # an ONNX node is an op iff it reads (transitively) the model's real input; the rest are folded
+    inits = {t.name for t in m.graph.initializer}
+    dynamic = {i.name for i in m.graph.input if i.name not in inits}
+    ops = 0
+    for n in m.graph.node:
+        if any(i in dynamic for i in n.input):
+            dynamic.update(n.output)
+            ops += 1
+    assert g.num_nodes == ops < len(m.graph.node)
+    assert not g.notes  # every op type of these models has a rule
+    assert set(g.kinds) == {"cpu", "gpu"} and g.default_cluster is not None
+    for n in g.nodes():
+        assert n.flops is not None and n.output_bytes > 0
+        if n.op_type in ("Conv", "Gemm"):
+            assert n.size > 0 and n.flops > 0 and n.latency["gpu"] > 0
+    for u, v in g.edges:
+        assert g.nx.edges[u, v]["bytes"] > 0
+
+
+def test_edges_carry_tensor_bytes_and_latency_follows_the_roofline():
+    g = read_onnx(LIGHT / "light_resnet50.onnx")
+    conv = next(n for n in g.nodes() if n.op_type == "Conv")
+    (succ,) = g.successors(conv.id)
+    assert g.nx.edges[conv.id, succ]["bytes"] == conv.output_bytes == 1 * 64 * 112 * 112 * 4
+    specs = default_specs()
+    b = node_bytes(g, conv.id)
+    for kind, spec in specs.items():
+        expected = 1e3 * (max(conv.flops / spec.peak_flops, b / spec.memory_bandwidth) + spec.launch_overhead)
+        assert conv.latency[kind] == pytest.approx(expected, rel=1e-12)
+    assert conv.transfer_cost == pytest.approx(1e3 * conv.output_bytes / specs["gpu"].link_bandwidth)
+    flat = next(n for n in g.nodes() if n.op_type == "Reshape")
+    assert flat.flops == 0 and flat.latency == {"cpu": 0.0, "gpu": 0.0}
+
+
+# --- rules on hand-built models -----------------------------------------------
+def test_constants_fold_into_their_consumer_as_weights():
+    shape = helper.make_tensor("s", TensorProto.INT64, [2], [16, 8])
+    nodes = [helper.make_node("ConstantOfShape", ["s"], ["w"], value=helper.make_tensor("v", TensorProto.FLOAT, [1], [0.5])),
+             helper.make_node("Constant", [], ["b"], value=_zeros("bv", [8])),
+             helper.make_node("Gemm", ["x", "w", "b"], ["h"], name="fc"),
+             helper.make_node("Shape", ["h"], ["hs"]),
+             helper.make_node("Reshape", ["h", "hs"], ["y"], name="view")]
+    g = read_onnx(_model(nodes, [_vi("x", [4, 16])], [_vi("y", [4, 8])], [shape]))
+    assert g.node_ids == ("fc", "view")
+    fc = g.node("fc")
+    assert fc.size == 16 * 8 * 4 + 8 * 4
+    assert fc.flops == 2 * 4 * 8 * 16 + 4 * 8
+    assert g.node("view").size == 2 * 8  # the folded shape tensor (int64)
+    assert g.nx.edges["fc", "view"]["bytes"] == 4 * 8 * 4
+
+
+@pytest.mark.parametrize("op, inputs, out_shape, attrs, flops", [
+    ("Conv", [("x", [1, 4, 8, 8]), ("w", [6, 2, 3, 3])], [1, 6, 6, 6], {"group": 2}, 2 * 216 * 18),
+    ("ConvTranspose", [("x", [1, 4, 5, 5]), ("w", [4, 3, 2, 2])], [1, 3, 10, 10], {"strides": [2, 2]}, 2 * 100 * 12),
+    ("MatMul", [("x", [2, 5, 7]), ("w", [7, 3])], [2, 5, 3], {}, 2 * 30 * 7),
+    ("MaxPool", [("x", [1, 2, 8, 8])], [1, 2, 4, 4], {"kernel_shape": [2, 2], "strides": [2, 2]}, 32 * 4),
+    ("Softmax", [("x", [3, 10])], [3, 10], {}, 150),
+    ("ReduceMean", [("x", [3, 10])], [1, 1], {}, 30),
+    ("Sigmoid", [("x", [3, 10])], [3, 10], {}, 120),
+    ("Transpose", [("x", [3, 10])], [10, 3], {}, 0),
+])
+def test_flops_rules(op, inputs, out_shape, attrs, flops):
+    inits = [_zeros(n, s) for n, s in inputs[1:]]
+    node = helper.make_node(op, [n for n, _ in inputs], ["y"], name="op", **attrs)
+    g = read_onnx(_model([node], [_vi(*inputs[0])], [_vi("y", out_shape)], inits))
+    assert g.node("op").flops == flops
+    assert g.node("op").size == sum(4 * math.prod(s) for _, s in inputs[1:])
+
+
+def test_unknown_op_type_is_estimated_and_reported():
+    nodes = [helper.make_node("Relu", ["x"], ["h"], name="r"),
+             helper.make_node("Fancy", ["h"], ["y"], name="fancy", domain="com.example")]
+    m = _model(nodes, [_vi("x", [2, 3])], [_vi("y", [2, 3])])
+    m.opset_import.append(helper.make_opsetid("com.example", 1))
+    m.graph.value_info.append(_vi("y", [2, 3]))
+    g = read_onnx(m)
+    assert g.node("fancy").flops == 6
+    assert any("'Fancy'" in note and "estimated" in note and "'fancy'" in note for note in g.notes)
+
+
+def test_symbolic_dims_get_values_and_a_note():
+    node = helper.make_node("Relu", ["x"], ["y"], name="r")
+    m = _model([node], [_vi("x", ["batch", 8])], [_vi("y", ["batch", 8])])
+    g = read_onnx(m)
+    assert g.node("r").flops == 8 and any("'batch' set to 1" in n for n in g.notes)
+    assert read_onnx(m, dim_values={"batch": 16}).node("r").flops == 128
+
+
+def test_training_adds_backward_twins():
+    g = read_onnx(LIGHT / "light_squeezenet.onnx")
+    t = read_onnx(LIGHT / "light_squeezenet.onnx", training=True)
+    assert t.num_nodes == 2 * g.num_nodes and t.is_training
+    for n in g.nodes():
+        b = t.node(f"{n.id}__grad")
+        assert b.backward and b.flops == 2 * n.flops and b.size == n.size
+        assert b.color_class == t.node(n.id).color_class
+    for u, v in g.edges:
+        assert t.nx.has_edge(f"{v}__grad", f"{u}__grad")
+        assert t.nx.edges[f"{v}__grad", f"{u}__grad"]["bytes"] == g.nx.edges[u, v]["bytes"]
+    assert t.total_flops == pytest.approx(3 * g.total_flops)
+
+
+def test_other_specs_and_cluster():
+    from viz_place.model import Cluster, DeviceClass
+    specs = {"cpu": PRESETS["xeon-8380"], "npu": PRESETS["coral-edgetpu"]}
+    cluster = Cluster((DeviceClass("host", "cpu", 1, pays_communication=False), DeviceClass("edge", "npu", 2)))
+    g = read_onnx(LIGHT / "light_squeezenet.onnx", specs=specs, cluster=cluster)
+    assert set(g.kinds) == {"cpu", "npu"}
+    assert g.default_cluster.class_named("edge").memory == 8e6
+    conv = next(n for n in g.nodes() if n.op_type == "Conv")
+    assert conv.transfer_cost == pytest.approx(1e3 * conv.output_bytes / 0.5e9)
+
+
+def test_load_graph_dispatches_onnx_paths():
+    g = load_graph(LIGHT / "light_bvlc_alexnet.onnx")
+    assert g.name == "light_bvlc_alexnet" and g.total_flops > 1e9
+
+
+# --- clear errors ------------------------------------------------------------
+def test_unreadable_file(tmp_path):
+    p = tmp_path / "junk.onnx"
+    p.write_bytes(b"\x00\x01 not a protobuf \xff" * 10)
+    with pytest.raises(InputFormatError, match="junk.onnx"):
+        read_onnx(p)
+
+
+def test_missing_input_names_the_node():
+    node = helper.make_node("Add", ["x", "ghost"], ["y"], name="adder")
+    m = _model([node], [_vi("x", [2])], [_vi("y", [2])])
+    with pytest.raises(InputFormatError, match="ghost"):
+        read_onnx(m)
+
+
+def test_shape_mismatch_names_the_node():
+    node = helper.make_node("MatMul", ["x", "w"], ["y"], name="bad_mm")
+    m = _model([node], [_vi("x", [2, 3])], [_vi("y", [2, 5])], [_zeros("w", [4, 5])])
+    with pytest.raises(InputFormatError, match="bad_mm|MatMul"):
+        read_onnx(m)
+
+
+def test_unknown_shape_names_node_and_tensor():
+    nodes = [helper.make_node("Mystery", ["x"], ["h"], name="myst", domain="com.example"),
+             helper.make_node("Relu", ["h"], ["y"], name="r")]
+    m = _model(nodes, [_vi("x", [2, 3])], [_vi("y", [2, 3])])
+    m.opset_import.append(helper.make_opsetid("com.example", 1))
+    with pytest.raises(InputFormatError, match=r"node 'myst'.*tensor 'h'"):
+        read_onnx(m)
+
+
+def test_string_tensor_is_reported():
+    node = helper.make_node("Identity", ["x"], ["y"], name="ident")
+    m = _model([node], [_vi("x", [2], TensorProto.STRING)], [_vi("y", [2], TensorProto.STRING)])
+    with pytest.raises(InputFormatError, match="ident.*STRING"):
+        read_onnx(m)

@@ -1,0 +1,105 @@
+"""FLOPs of an operator from its type and tensor shapes (ONNX op names).
+
+A multiply-add counts as 2 FLOPs. Rules (``out`` = elements of the first output):
+
+==============================================  ==========================================
+Conv                                            2 * out * (C_in / group) * prod(kernel) (+ out with bias)
+ConvTranspose                                   2 * in * (C_out / group) * prod(kernel) (+ out with bias)
+Gemm, MatMul (and torch's Linear)               2 * out * K (+ out with a bias / ``C``)
+MaxPool, AveragePool, LpPool                    out * prod(kernel_shape)
+GlobalAveragePool, GlobalMaxPool, reductions    elements of the input
+BatchNormalization                              2 * out (scale and shift, inference)
+LayerNorm, InstanceNorm, GroupNorm              5 * out
+LRN                                             out * (2 * size + 3)
+Softmax, LogSoftmax                             5 * out (max, subtract, exp, sum, divide)
+element-wise (Add, Relu, ...)                   out per input beyond the first (n-ary), 1 for unary
+transcendental (Sigmoid, Tanh, Exp, Erf, ...)   4 * out
+data movement (Concat, Transpose, Slice, ...)   0 (their bytes still cost time)
+views (Reshape, Flatten, Squeeze, ...)          0 (and no time: see ``roofline.VIEW_OPS``)
+==============================================  ==========================================
+
+Any other op type gets an *estimate* of 1 FLOP per output element, and the
+caller must report it (:func:`op_flops` returns ``estimated=True``).
+
+>>> op_flops("Conv", [(1, 3, 224, 224), (64, 3, 7, 7), (64,)], [(1, 64, 112, 112)], {})
+(236830720.0, False)
+>>> op_flops("MyCustomOp", [(2, 3)], [(2, 3)], {})
+(6.0, True)
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+from ..model.roofline import VIEW_OPS as VIEW
+
+Shape = tuple[int, ...]
+
+UNARY = frozenset({"Relu", "LeakyRelu", "PRelu", "Neg", "Abs", "Clip", "Sqrt", "Reciprocal", "Floor", "Ceil",
+                   "Round", "Sign", "Not", "ThresholdedRelu", "Relu6", "Hardtanh"})
+TRANSCENDENTAL = frozenset({"Sigmoid", "Tanh", "Exp", "Log", "Erf", "Gelu", "Softplus", "Softsign", "HardSigmoid",
+                            "HardSwish", "Elu", "Selu", "Celu", "Mish", "Silu", "Sin", "Cos", "Pow"})
+BINARY = frozenset({"Add", "Sub", "Mul", "Div", "Max", "Min", "Sum", "Mean", "Equal", "Greater", "Less",
+                    "GreaterOrEqual", "LessOrEqual", "And", "Or", "Xor", "Where", "Mod", "BitShift"})
+REDUCE = frozenset({"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+                    "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin",
+                    "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"})
+POOL = frozenset({"MaxPool", "AveragePool", "LpPool"})
+NORM5 = frozenset({"LayerNormalization", "InstanceNormalization", "GroupNormalization", "MeanVarianceNormalization"})
+MOVE = frozenset({"Concat", "Split", "Slice", "Transpose", "Gather", "GatherElements", "GatherND", "Pad", "Tile",
+                  "Expand", "Cast", "CastLike", "DepthToSpace", "SpaceToDepth", "ScatterElements", "ScatterND",
+                  "Resize", "Upsample", "Shape", "Size", "Constant", "ConstantOfShape", "Range", "NonZero",
+                  "TopK", "OneHot", "Trilu", "ReverseSequence"})
+
+#: Every op type with a rule (anything else is estimated).
+KNOWN_OPS = (UNARY | TRANSCENDENTAL | BINARY | REDUCE | POOL | NORM5 | MOVE | VIEW
+             | {"Conv", "ConvTranspose", "Gemm", "MatMul", "BatchNormalization", "LRN", "Softmax", "LogSoftmax"})
+
+
+def numel(shape: Sequence[int] | None) -> int:
+    """Elements of a tensor of ``shape`` (a scalar has 1)."""
+    return 0 if shape is None else math.prod(int(d) for d in shape)
+
+
+def op_flops(op_type: str, inputs: Sequence[Shape | None], outputs: Sequence[Shape],
+             attrs: Mapping[str, Any]) -> tuple[float, bool]:
+    """``(flops, estimated)`` for one op; shapes include weights (absent optional
+    inputs are ``None``). ``estimated`` is True when ``op_type`` has no rule."""
+    out = numel(outputs[0]) if outputs else 0
+    has = lambda i: len(inputs) > i and inputs[i] is not None  # noqa: E731
+    if op_type == "Conv":
+        w = inputs[1]
+        return float(2 * out * numel(w[1:]) + (out if has(2) else 0)), False
+    if op_type == "ConvTranspose":
+        w = inputs[1]
+        return float(2 * numel(inputs[0]) * numel(w[1:]) + (out if has(2) else 0)), False
+    if op_type == "Gemm":
+        a = inputs[0]
+        k = a[0] if attrs.get("transA", 0) else a[-1]
+        return float(2 * out * k + (out if has(2) else 0)), False
+    if op_type == "MatMul":
+        k = inputs[0][-1]
+        return float(2 * out * k), False
+    if op_type in POOL:
+        kernel = attrs.get("kernel_shape") or ()
+        return float(out * max(1, numel(kernel))), False
+    if op_type in REDUCE:
+        return float(numel(inputs[0])), False
+    if op_type == "BatchNormalization":
+        return float(2 * out), False
+    if op_type in NORM5:
+        return float(5 * out), False
+    if op_type == "LRN":
+        return float(out * (2 * int(attrs.get("size", 5)) + 3)), False
+    if op_type in ("Softmax", "LogSoftmax"):
+        return float(5 * out), False
+    if op_type in TRANSCENDENTAL:
+        return float(4 * out), False
+    if op_type in UNARY:
+        return float(out), False
+    if op_type in BINARY:
+        n_in = sum(1 for s in inputs if s is not None)
+        return float(out * max(1, n_in - 1)), False
+    if op_type in MOVE or op_type in VIEW:
+        return 0.0, False
+    return float(out), True

@@ -1,0 +1,223 @@
+"""Read a ``torch.nn.Module`` as a costed operator graph through ``torch.fx``
+(needs the ``torch`` extra).
+
+The module is traced with ``torch.fx.symbolic_trace`` and run once on the
+example inputs with ``ShapeProp`` to get every tensor's shape. Each traced call
+becomes an op named like the ONNX operator it exports to (``Conv``, ``Gemm``,
+``Relu``, ``Add``, ``GlobalAveragePool`` ... see :data:`MODULE_OPS` and
+:data:`FUNCTION_OPS`), so FLOPs come from the same rules
+(:mod:`viz_place.io.flops`) as for ONNX and the two importers give the same
+graph. Parameters and buffers of a called module are its weights (``size``);
+``get_attr`` tensors and values computed from them or from shapes only
+(``x.size(0)``, ``x.shape``) fold into their consumers as in the ONNX reader;
+``operator.getitem`` on a multi-output op is an alias, not an op. An
+unrecognised call gets an estimated FLOP count, reported in ``graph.notes``.
+
+>>> import torch
+>>> m = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.ReLU())
+>>> g = read_torch(m, (torch.randn(1, 64),))
+>>> [n.op_type for n in g.nodes()], g.total_flops
+(['Gemm', 'Relu'], 4160.0)
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any, Mapping, Sequence
+
+from ..errors import InputFormatError
+from ..model import Cluster, OpGraph
+from ..model.roofline import RooflineSpec
+from .costed import OpRecord, build_graph
+from .flops import op_flops
+
+#: ``torch.nn`` module class name -> ONNX op type.
+MODULE_OPS = {
+    "Conv1d": "Conv", "Conv2d": "Conv", "Conv3d": "Conv",
+    "ConvTranspose1d": "ConvTranspose", "ConvTranspose2d": "ConvTranspose", "ConvTranspose3d": "ConvTranspose",
+    "Linear": "Gemm", "BatchNorm1d": "BatchNormalization", "BatchNorm2d": "BatchNormalization",
+    "BatchNorm3d": "BatchNormalization", "LayerNorm": "LayerNormalization", "GroupNorm": "GroupNormalization",
+    "InstanceNorm1d": "InstanceNormalization", "InstanceNorm2d": "InstanceNormalization",
+    "ReLU": "Relu", "ReLU6": "Clip", "LeakyReLU": "LeakyRelu", "Sigmoid": "Sigmoid", "Tanh": "Tanh", "GELU": "Gelu",
+    "SiLU": "Silu", "Hardswish": "HardSwish", "Hardsigmoid": "HardSigmoid", "ELU": "Elu", "Softplus": "Softplus",
+    "MaxPool1d": "MaxPool", "MaxPool2d": "MaxPool", "MaxPool3d": "MaxPool",
+    "AvgPool1d": "AveragePool", "AvgPool2d": "AveragePool", "AvgPool3d": "AveragePool",
+    "AdaptiveAvgPool1d": "AdaptiveAvgPool", "AdaptiveAvgPool2d": "AdaptiveAvgPool",
+    "AdaptiveMaxPool2d": "AdaptiveMaxPool", "Dropout": "Dropout", "Identity": "Identity", "Flatten": "Flatten",
+    "Softmax": "Softmax", "LogSoftmax": "LogSoftmax", "Embedding": "Gather", "LocalResponseNorm": "LRN",
+}
+
+#: Function or method name (``torch.add``, ``operator.add``, ``x.add``) -> ONNX op type.
+FUNCTION_OPS = {
+    "add": "Add", "iadd": "Add", "sub": "Sub", "rsub": "Sub", "mul": "Mul", "imul": "Mul", "truediv": "Div",
+    "div": "Div", "matmul": "MatMul", "mm": "MatMul", "bmm": "MatMul", "linear": "Gemm", "conv1d": "Conv",
+    "conv2d": "Conv", "conv3d": "Conv", "relu": "Relu", "relu_": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh",
+    "gelu": "Gelu", "silu": "Silu", "exp": "Exp", "log": "Log", "sqrt": "Sqrt", "neg": "Neg", "abs": "Abs",
+    "softmax": "Softmax", "log_softmax": "LogSoftmax", "layer_norm": "LayerNormalization",
+    "batch_norm": "BatchNormalization", "flatten": "Flatten", "view": "Reshape", "reshape": "Reshape",
+    "squeeze": "Squeeze", "unsqueeze": "Unsqueeze", "contiguous": "Identity", "dropout": "Dropout",
+    "permute": "Transpose", "transpose": "Transpose", "t": "Transpose", "cat": "Concat", "concat": "Concat",
+    "stack": "Concat", "split": "Split", "chunk": "Split", "max_pool2d": "MaxPool", "avg_pool2d": "AveragePool",
+    "adaptive_avg_pool2d": "AdaptiveAvgPool", "mean": "ReduceMean", "sum": "ReduceSum", "amax": "ReduceMax",
+    "pad": "Pad", "expand": "Expand", "repeat": "Tile", "clamp": "Clip", "maximum": "Max", "minimum": "Min",
+    "pow": "Pow", "getitem": "Slice",
+}
+
+#: Calls that only read shapes: folded like constants.
+SHAPE_CALLS = frozenset({"size", "dim", "numel"})
+
+
+def read_torch(module: Any, example_inputs: Sequence[Any], *, name: str | None = None,
+               specs: Mapping[str, RooflineSpec] | None = None, cluster: Cluster | None = None,
+               training: bool = False) -> OpGraph:
+    """An :class:`OpGraph` from ``module`` run on ``example_inputs`` (a tuple of tensors).
+
+    ``specs``, ``cluster`` and ``training`` are as in :func:`viz_place.io.onnx.read_onnx`.
+    Raises :class:`~viz_place.errors.InputFormatError` if the module cannot be
+    traced or run, naming the failing node.
+    """
+    try:
+        import torch
+        from torch.fx import symbolic_trace
+        from torch.fx.passes.shape_prop import ShapeProp
+    except ImportError as err:
+        raise InputFormatError(f"reading a torch module needs the 'torch' package (pip install torch==2.13.0): {err}") from None
+    if not isinstance(module, torch.nn.Module):
+        raise InputFormatError(f"expected a torch.nn.Module, got {type(module).__name__}")
+    if not isinstance(example_inputs, (tuple, list)) or not example_inputs:
+        raise InputFormatError("example_inputs: must be a non-empty tuple of tensors")
+    name = name or type(module).__name__
+    try:
+        gm = symbolic_trace(module)
+    except Exception as err:
+        raise InputFormatError(f"module {name!r}: torch.fx could not trace it ({type(err).__name__}: {err})") from None
+    try:
+        with torch.no_grad():
+            ShapeProp(gm).propagate(*example_inputs)
+    except Exception as err:
+        raise InputFormatError(f"module {name!r}: running it on the example inputs failed "
+                               f"({type(err).__name__}: {' '.join(str(err).split())[:400]})") from None
+    ops, edges = _ops_and_edges(gm, name)
+    return build_graph(ops, edges, name=name, specs=specs, cluster=cluster, training=training)
+
+
+def _metas(node) -> list:
+    meta = node.meta.get("tensor_meta")
+    if meta is None:
+        return []
+    if hasattr(meta, "shape"):  # TensorMetadata (itself a NamedTuple)
+        return [meta]
+    if isinstance(meta, (tuple, list, dict)):
+        meta = meta.values() if isinstance(meta, dict) else meta
+        return [m for m in meta if hasattr(m, "shape")]
+    return [meta]
+
+
+def _tensor_bytes(meta) -> float:
+    count = 1
+    for d in meta.shape:
+        count *= int(d)
+    return float(count * meta.dtype.itemsize)
+
+
+def _call_name(node) -> str:
+    target = node.target
+    if node.op == "call_method":
+        return str(target)
+    return getattr(target, "__name__", str(target)).strip("_")
+
+
+def _ops_and_edges(gm, name: str):
+    import torch
+    modules = dict(gm.named_modules())
+    const: set[str] = set()     # fx nodes folded as constants
+    weight_bytes: dict[str, float] = {}  # constant node -> bytes it holds
+    alias: dict[str, tuple[str, float]] = {}  # getitem of a multi-output op -> (producer, bytes)
+    ops: list[OpRecord] = []
+    producers: set[str] = set()
+    edge_bytes: dict[tuple[str, str], float] = {}
+    for node in gm.graph.nodes:
+        if node.op in ("placeholder", "output"):
+            continue
+        inputs = list(node.all_input_nodes)
+        dynamic = [p for p in inputs if p.name not in const]
+        if node.op == "get_attr" or not dynamic or (node.op == "call_method" and node.target in SHAPE_CALLS) \
+                or (node.op == "call_function" and node.target is getattr):
+            const.add(node.name)
+            weight_bytes[node.name] = sum(_tensor_bytes(m) for m in _metas(node))
+            continue
+        if node.op == "call_function" and node.target is operator.getitem and len(dynamic) == 1 \
+                and len(_metas(dynamic[0])) > 1:
+            src = alias.get(dynamic[0].name, (dynamic[0].name, 0.0))[0]
+            alias[node.name] = (src, sum(_tensor_bytes(m) for m in _metas(node)))
+            continue
+        outs = _metas(node)
+        if not outs:
+            raise InputFormatError(f"module {name!r}: node {node.name!r} ({node.op} {node.target}): no tensor "
+                                   "output after shape propagation")
+        op_type, in_shapes, attrs, weights = _describe(node, modules, torch)
+        weights += sum(weight_bytes[p.name] for p in inputs if p.name in const)
+        flops, estimated = op_flops(op_type, in_shapes, [tuple(outs[0].shape)], attrs)
+        label = str(node.target) if node.op == "call_module" else node.name
+        ops.append(OpRecord(node.name, label, op_type, flops, weights, sum(_tensor_bytes(m) for m in outs), estimated))
+        producers.add(node.name)
+        for p in dynamic:
+            if p.name in alias:
+                src, nbytes = alias[p.name]
+            elif p.name in producers:
+                src, nbytes = p.name, sum(_tensor_bytes(m) for m in _metas(p))
+            else:
+                continue  # a graph input
+            edge_bytes[(src, node.name)] = edge_bytes.get((src, node.name), 0.0) + nbytes
+    return ops, [(u, v, b) for (u, v), b in edge_bytes.items()]
+
+
+def _shape_of(arg) -> tuple[int, ...] | None:
+    metas = _metas(arg) if hasattr(arg, "meta") else []
+    if metas:
+        return tuple(int(d) for d in metas[0].shape)
+    if isinstance(arg, (int, float)) and not isinstance(arg, bool):
+        return ()
+    return None
+
+
+def _describe(node, modules, torch):
+    """(op_type, input shapes incl. weights, attrs, weight bytes of a called module)."""
+    args = [a for a in node.args if hasattr(a, "meta") or isinstance(a, (int, float))]
+    if node.op == "call_module":
+        mod = modules[node.target]
+        cls = type(mod).__name__
+        op_type = MODULE_OPS.get(cls, cls)
+        weights = float(sum(t.numel() * t.element_size() for t in mod.parameters())
+                        + sum(b.numel() * b.element_size() for b in mod.buffers() if b.is_floating_point()))
+        x = _shape_of(node.args[0]) if node.args else None
+        attrs: dict[str, Any] = {}
+        if op_type in ("Conv", "ConvTranspose", "Gemm"):
+            bias = getattr(mod, "bias", None)
+            return op_type, [x, tuple(mod.weight.shape), None if bias is None else tuple(bias.shape)], attrs, weights
+        if op_type in ("MaxPool", "AveragePool"):
+            k = mod.kernel_size
+            dims = len(x) - 2 if x else 2
+            attrs["kernel_shape"] = tuple(k) if isinstance(k, (tuple, list)) else (k,) * dims
+        if op_type in ("AdaptiveAvgPool", "AdaptiveMaxPool"):
+            op_type, attrs = _adaptive(op_type, x, _metas(node)[0].shape)
+        if op_type == "LRN":
+            attrs["size"] = mod.size
+        return op_type, [x], attrs, weights
+    fname = _call_name(node)
+    op_type = FUNCTION_OPS.get(fname, fname)
+    shapes = [_shape_of(a) for a in args]
+    attrs = {}
+    if op_type in ("AdaptiveAvgPool",):
+        op_type, attrs = _adaptive(op_type, shapes[0], _metas(node)[0].shape)
+    if op_type in ("MaxPool", "AveragePool"):
+        k = node.args[1] if len(node.args) > 1 else node.kwargs.get("kernel_size", 1)
+        attrs["kernel_shape"] = tuple(k) if isinstance(k, (tuple, list)) else (k, k)
+    return op_type, shapes, attrs, 0.0
+
+
+def _adaptive(op_type: str, x, out_shape) -> tuple[str, dict]:
+    out = tuple(int(d) for d in out_shape)
+    if all(d == 1 for d in out[2:]):
+        return ("GlobalAveragePool" if op_type == "AdaptiveAvgPool" else "GlobalMaxPool"), {}
+    kernel = tuple(max(1, i // o) for i, o in zip(x[2:], out[2:])) if x else ()
+    return ("AveragePool" if op_type == "AdaptiveAvgPool" else "MaxPool"), {"kernel_shape": kernel}
