@@ -1,0 +1,176 @@
+"""The devices editor: the device classes as an editable table.
+
+Each field is a free text box, so nothing is silently clamped: every edit is
+checked by :class:`viz_place.model.DeviceClass` and :class:`~viz_place.model.Cluster`;
+an invalid entry is refused with the model's message next to its row (the
+field is outlined in red) and the last valid cluster stays in force.
+
+>>> from viz_place.samples import make_graph
+>>> from viz_place.widgets.state import ExplorerState
+>>> ed = DevicesEditor(ExplorerState(make_graph("chain", 5)))
+>>> ed.rows[0].fields["count"].value = "x"; ed.rows[0].error.value != ""
+True
+>>> ed.state.cluster.classes[0].count
+4
+"""
+from __future__ import annotations
+
+import re
+
+import ipywidgets as W
+
+from viz_place.errors import VizPlaceError
+from viz_place.model import Cluster, DeviceClass
+
+from .common import error_html
+
+FIELDS = ("name", "kind", "count", "memory", "speed", "pays_communication", "link_factor")
+_FIELD_RE = re.compile(r"field '(\w+)'")
+
+
+def _text(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _parse_number(text: str, *, integer: bool = False, blank_none: bool = False):
+    """The number in ``text``, or the raw text (so the model names the problem)."""
+    t = text.strip()
+    if blank_none and t.lower() in ("", "none", "unlimited", "inf"):
+        return None
+    try:
+        return int(t) if integer else float(t)
+    except ValueError:
+        return t
+
+
+class DeviceRow:
+    """One device class's widgets."""
+
+    def __init__(self, cls: DeviceClass, on_change, on_remove) -> None:
+        w = "110px"
+        self.fields = {
+            "name": W.Text(value=cls.name, layout=W.Layout(width=w)),
+            "kind": W.Text(value=cls.kind, layout=W.Layout(width="80px")),
+            "count": W.Text(value=_text(cls.count), layout=W.Layout(width="60px")),
+            "memory": W.Text(value=_text(cls.memory), placeholder="unlimited", layout=W.Layout(width=w)),
+            "speed": W.Text(value=_text(cls.speed), layout=W.Layout(width="60px")),
+            "pays_communication": W.Checkbox(value=cls.pays_communication, indent=False,
+                                             layout=W.Layout(width="70px")),
+            "link_factor": W.Text(value=_text(cls.link_factor), layout=W.Layout(width="60px")),
+        }
+        for f in self.fields.values():
+            f.continuous_update = False
+            f.observe(lambda _c: on_change(), "value")
+        self.remove = W.Button(icon="trash", tooltip="remove this class", layout=W.Layout(width="40px"))
+        self.remove.on_click(lambda _b: on_remove(self))
+        self.error = W.HTML()
+        self.box = W.HBox([*self.fields.values(), self.remove, self.error])
+
+    def device_class(self) -> DeviceClass:
+        f = self.fields
+        return DeviceClass(name=f["name"].value.strip(), kind=f["kind"].value.strip(),
+                           count=_parse_number(f["count"].value, integer=True),
+                           memory=_parse_number(f["memory"].value, blank_none=True),
+                           speed=_parse_number(f["speed"].value),
+                           pays_communication=bool(f["pays_communication"].value),
+                           link_factor=_parse_number(f["link_factor"].value))
+
+    def mark(self, message: str | None) -> None:
+        bad = _FIELD_RE.search(message or "")
+        for name, f in self.fields.items():
+            f.layout.border = "2px solid #c0392b" if bad and bad.group(1) == name else ""
+        self.error.value = error_html(message) if message else ""
+
+
+class DevicesEditor:
+    """Editable table of device classes bound to an explorer state."""
+
+    def __init__(self, state) -> None:
+        self.state = state
+        self.rows: list[DeviceRow] = []
+        self.table = W.VBox()
+        self.add_button = W.Button(description="Add class", icon="plus")
+        self.add_button.on_click(lambda _b: self.add_class())
+        self.message = W.HTML()
+        header = W.HBox([W.HTML(f"<b>{t}</b>", layout=W.Layout(width=wd)) for t, wd in (
+            ("name", "110px"), ("kind", "80px"), ("count", "60px"), ("memory", "110px"), ("speed", "60px"),
+            ("pays comm.", "70px"), ("link", "60px"))])
+        help_ = W.HTML("<small>kind = which latency of the graph the class uses "
+                       f"(this graph has: {', '.join(state.graph.kinds) or 'none'}); memory blank = unlimited; "
+                       "latency on a class = the kind's latency / speed.</small>")
+        self.help = help_
+        self.widget = W.VBox([header, self.table, W.HBox([self.add_button, self.message]), help_])
+        self._syncing = False
+        state.on("cluster", lambda s, **_: self._sync_from_state())
+        state.on("graph", lambda s, **_: self._sync_from_state())
+        self._sync_from_state()
+
+    def _sync_from_state(self) -> None:
+        """Rebuild the rows from the state's cluster (after undo, load...)."""
+        if self._syncing:
+            return
+        if self.rows and self._current_cluster() == self.state.cluster:
+            return
+        self.rows = [DeviceRow(c, self._apply, self._remove) for c in self.state.cluster.classes]
+        self.table.children = [r.box for r in self.rows]
+        self.message.value = ""
+        self.help.value = ("<small>kind = which latency of the graph the class uses "
+                           f"(this graph has: {', '.join(self.state.graph.kinds) or 'none'}); memory blank = "
+                           "unlimited; latency on a class = the kind's latency / speed.</small>")
+
+    def _current_cluster(self) -> Cluster | None:
+        try:
+            return Cluster(tuple(r.device_class() for r in self.rows))
+        except VizPlaceError:
+            return None
+
+    def _apply(self) -> bool:
+        """Validate every row; install the cluster if all are valid. Returns success."""
+        classes, ok = [], True
+        for r in self.rows:
+            try:
+                classes.append(r.device_class())
+                r.mark(None)
+            except VizPlaceError as err:
+                r.mark(str(err))
+                ok = False
+        if not ok:
+            self.message.value = error_html("not applied: fix the marked field; the last valid devices stay in force")
+            return False
+        try:
+            cluster = Cluster(tuple(classes))
+            self._syncing = True
+            try:
+                self.state.set_cluster(cluster)
+            finally:
+                self._syncing = False
+        except VizPlaceError as err:
+            self.message.value = error_html(f"not applied: {err}; the last valid devices stay in force")
+            return False
+        self.message.value = ""
+        return True
+
+    def add_class(self, kind: str | None = None) -> None:
+        """Append a class (one device of the graph's first kind) and apply."""
+        names = {r.fields["name"].value for r in self.rows}
+        i = 1
+        while f"dev{i}" in names:
+            i += 1
+        kind = kind or (self.state.graph.kinds[0] if self.state.graph.kinds else "cpu")
+        row = DeviceRow(DeviceClass(f"dev{i}", kind, count=1), self._apply, self._remove)
+        self.rows.append(row)
+        self.table.children = [r.box for r in self.rows]
+        self._apply()
+
+    def _remove(self, row: DeviceRow) -> None:
+        rows = [r for r in self.rows if r is not row]
+        keep = self.rows
+        self.rows = rows
+        if not self._apply():
+            self.rows = keep   # refused (e.g. pins on it, or last class): keep the row
+            return
+        self.table.children = [r.box for r in self.rows]

@@ -1,0 +1,109 @@
+"""The placement explorer: one widget that composes every panel over one state.
+
+>>> from viz_place.widgets import PlacementExplorer
+>>> ex = PlacementExplorer("chain", load_bokehjs=False)
+>>> ex.state.graph.num_nodes > 0, "max-load" in ex.metrics.summary.value
+(True, True)
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+import ipywidgets as W
+
+from viz_place.errors import InputFormatError
+from viz_place.io import load_graph
+from viz_place.model import Cluster, OpGraph, Placement
+from viz_place.samples import load_sample, sample_names
+
+from .common import in_kernel, load_bokehjs as _load_bokehjs
+from .devices_panel import DevicesEditor
+from .files_panel import FilesPanel
+from .graph_panel import GraphPanel
+from .metrics_panel import MetricsPanel
+from .solver_panel import SolverPanel
+from .state import ExplorerState
+from .tradeoffs_panel import TradeoffsPanel
+
+TABS = ("Node & pins", "Devices", "Solver", "Metrics", "Trade-offs", "Load & export")
+
+
+def resolve_graph(graph_or_path: Any) -> OpGraph:
+    """An :class:`OpGraph`, a file path (paper JSON, node-link JSON, ONNX) or a sample name."""
+    if isinstance(graph_or_path, OpGraph):
+        return graph_or_path
+    if graph_or_path is None:
+        names = sample_names()
+        if not names:
+            raise InputFormatError("no graph given and no sample graphs found")
+        return load_sample("residual" if "residual" in names else names[0])
+    text = os.fspath(graph_or_path)
+    if os.path.exists(text) or Path(text).suffix:
+        return load_graph(text)
+    return load_sample(text)
+
+
+class PlacementExplorer(W.VBox):
+    """Explore, fix and export a device placement of a DNN graph.
+
+    Parameters
+    ----------
+    graph_or_path : an ``OpGraph``, a path to a graph file, or a sample name
+        (default: the ``residual`` sample).
+    cluster, placement, pins : optional starting devices, placement and pins
+        (default: the file's devices, every node on a host device, no pins).
+    load_bokehjs : load BokehJS into the page (inline, no CDN); default: when in a kernel.
+    workdir : where exports and sessions are written by default.
+
+    Attributes: ``state`` (the model), ``graph_panel``, ``devices``, ``solver``,
+    ``metrics``, ``tradeoffs``, ``files`` (the panels).
+    """
+
+    def __init__(self, graph_or_path: Any = None, *, cluster: Cluster | None = None,
+                 placement: Placement | None = None, pins: Mapping[str, str] | None = None,
+                 load_bokehjs: bool | None = None, workdir: str | os.PathLike = ".") -> None:
+        if load_bokehjs is None:
+            load_bokehjs = in_kernel()
+        if load_bokehjs:
+            _load_bokehjs()
+        self.state = ExplorerState(resolve_graph(graph_or_path), cluster, placement, pins)
+        self.graph_panel = GraphPanel(self.state)
+        self.devices = DevicesEditor(self.state)
+        self.solver = SolverPanel(self.state)
+        self.metrics = MetricsPanel(self.state)
+        self.tradeoffs = TradeoffsPanel(self.state)
+        self.files = FilesPanel(self.state, workdir=workdir)
+        self.tabs = W.Tab(children=[self.graph_panel.controls, self.devices.widget, self.solver.widget,
+                                    self.metrics.widget, self.tradeoffs.widget, self.files.widget])
+        self.tabs.titles = TABS
+        self.title = W.HTML()
+        self.state.on("graph", lambda s, **_: self._title())
+        self._title()
+        super().__init__([self.title, self.metrics.summary, self.graph_panel.bokeh, self.tabs],
+                         layout=W.Layout(width="100%"))
+        self.add_class("vp-explorer")
+
+    def _title(self) -> None:
+        g = self.state.graph
+        kind = "training" if g.is_training else "inference"
+        self.title.value = (f"<h3 style='margin:4px 0'>viz_place explorer &mdash; {g.name} "
+                            f"<small>({g.num_nodes} nodes, {g.num_edges} edges, {kind})</small></h3>")
+
+    # --- conveniences for scripts and tests ---------------------------------------
+    @property
+    def evaluation(self):
+        return self.state.evaluation
+
+    def run(self, solver: str, options: Mapping[str, Any] | None = None, *, wait: bool = True) -> bool:
+        """Choose ``solver``, set ``options`` in its form, click Run (and wait)."""
+        self.solver.refresh()
+        self.solver.solver.value = solver
+        for k, v in (options or {}).items():
+            w = self.solver.form.fields[k]
+            w.value = v if not isinstance(w, W.Text) else ("" if v is None else str(v))
+        started = self.solver.run()
+        if started and wait:
+            self.solver.wait()
+        return started

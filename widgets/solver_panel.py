@@ -1,0 +1,167 @@
+"""The solver panel: every registered solver, its options form, Run / Cancel, progress.
+
+Solvers come from the registry (:func:`viz_place.solvers.list_solvers`), so a
+newly registered one appears after ``refresh``. A run happens in a background
+thread; a failing solve shows why and keeps the current placement. Progress
+reports with ``data={"episode", "objective", "best"}`` (the RL trainer) draw a
+live training curve.
+
+>>> from viz_place.samples import make_graph
+>>> from viz_place.widgets.state import ExplorerState
+>>> panel = SolverPanel(ExplorerState(make_graph("chain", 5)))
+>>> isinstance(panel.names(), list)
+True
+"""
+from __future__ import annotations
+
+import math
+
+import ipywidgets as W
+
+from viz_place.errors import SolverError, VizPlaceError
+from viz_place.render import curve_view
+from viz_place.solvers import list_solvers, run_solver
+
+from .common import bokeh_widget, error_html, escape_text, fmt, ok_html
+from .options_form import OptionsForm
+from .tasks import BackgroundTask
+
+#: Solvers offered first when registered (the exact throughput DP is the usual start).
+PREFERRED = ("dp", "ilp", "latency-ilp", "rl")
+
+
+def default_solver(names: list[str]) -> str | None:
+    for n in PREFERRED:
+        if n in names:
+            return n
+    return names[0] if names else None
+
+
+class SolverPanel:
+    """Pick a solver, set its options, run it in the background."""
+
+    def __init__(self, state) -> None:
+        self.state = state
+        self.solver = W.Dropdown(description="solver", layout=W.Layout(width="420px"))
+        self.refresh_button = W.Button(icon="refresh", tooltip="re-read the solver registry",
+                                       layout=W.Layout(width="40px"))
+        self.description = W.HTML()
+        self.form_box = W.VBox()
+        self.run_button = W.Button(description="Run", icon="play", button_style="primary")
+        self.cancel_button = W.Button(description="Cancel", icon="stop", disabled=True)
+        self.progress = W.FloatProgress(value=0.0, min=0.0, max=1.0, layout=W.Layout(width="260px"))
+        self.status = W.HTML("<i>no run yet</i>")
+        self.curve = curve_view()
+        self.curve_widget = bokeh_widget(self.curve.figure, layout=W.Layout(display="none"))
+        self.form: OptionsForm | None = None
+        self.task: BackgroundTask | None = None
+        self.solver.observe(lambda _c: self._build_form(), "value")
+        self.refresh_button.on_click(lambda _b: self.refresh())
+        self.run_button.on_click(lambda _b: self.run())
+        self.cancel_button.on_click(lambda _b: self.cancel())
+        self.widget = W.VBox([W.HBox([self.solver, self.refresh_button]), self.description, self.form_box,
+                              W.HBox([self.run_button, self.cancel_button, self.progress]), self.status,
+                              self.curve_widget])
+        self.refresh()
+
+    def names(self) -> list[str]:
+        return [s.name for s in list_solvers()]
+
+    def refresh(self) -> None:
+        """Re-read the registry (keeps the chosen solver when still there)."""
+        infos = list_solvers()
+        keep = self.solver.value
+        self.solver.options = [(f"{i.name} \u2014 {i.objective}{', exact' if i.exact else ''}", i.name)
+                               for i in infos]
+        names = [i.name for i in infos]
+        self.solver.value = keep if keep in names else default_solver(names)
+        self.run_button.disabled = not names
+        if not names:
+            self.status.value = error_html("no solver is registered")
+        self._build_form()
+
+    def _build_form(self) -> None:
+        name = self.solver.value
+        if name is None:
+            self.form, self.form_box.children, self.description.value = None, (), ""
+            return
+        info = next(i for i in list_solvers() if i.name == name)
+        self.description.value = f"<small>{escape_text(info.description)}</small>"
+        self.form = OptionsForm(info.options_cls)
+        self.form_box.children = (self.form.widget,)
+
+    # --- running ------------------------------------------------------------------
+    @property
+    def running(self) -> bool:
+        return self.task is not None and self.task.running
+
+    def run(self) -> bool:
+        """Start the chosen solver in the background; ``False`` if refused (bad options, busy)."""
+        if self.running:
+            self.status.value = error_html("a solve is already running; cancel it first")
+            return False
+        if self.form is None or not self.form.check():
+            return False
+        name, options = self.solver.value, self.form.options()
+        s = self.state
+        graph, cluster, pins = s.graph, s.cluster, dict(s.pins)
+        self.curve.curve.data = {"episode": [], "objective": [], "best": []}
+        self.curve_widget.layout.display = "none"
+        self.progress.value, self.progress.bar_style = 0.0, "info"
+        self.status.value = f"running <b>{escape_text(name)}</b>\u2026"
+
+        def work(cancel):
+            return run_solver(name, graph, cluster, pins=pins, options=options, progress=self._on_progress,
+                              cancel=cancel)
+
+        def done(placement):
+            if s.graph is not graph or s.cluster != cluster or s.pins != pins:
+                raise SolverError("the graph, devices or pins changed while solving; result discarded")
+            row = s.apply_result(placement)
+            self._finished()
+            self.progress.value, self.progress.bar_style = 1.0, "success"
+            tail = f" &middot; {escape_text(placement.message)}" if placement.message else ""
+            self.status.value = ok_html(
+                f"{name}: {placement.status}, max-load {fmt(row['max_load'])}, latency {fmt(row['latency'])}"
+                f"{'' if row['feasible'] else ' (violations!)'} in {fmt(placement.wall_time or 0, 3)} s") + tail
+
+        def failed(err):
+            self._finished()
+            self.progress.bar_style = "danger"
+            why = str(err) if isinstance(err, VizPlaceError) else f"{type(err).__name__}: {err}"
+            self.status.value = error_html(f"{name} failed: {why} \u2014 the current placement is kept")
+
+        self.task = BackgroundTask(work, on_done=done, on_error=failed, name=f"solve-{name}")
+        self.run_button.disabled, self.cancel_button.disabled = True, False
+        self.task.start()
+        return True
+
+    def _finished(self) -> None:
+        self.run_button.disabled, self.cancel_button.disabled = False, True
+
+    def cancel(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            self.status.value = "cancelling\u2026 (the solver stops at its next check)"
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the current run ends (for tests and scripts)."""
+        return self.task.wait(timeout) if self.task is not None else True
+
+    def _on_progress(self, p) -> None:
+        if p.fraction is not None and math.isfinite(p.fraction):
+            self.progress.value = min(1.0, max(0.0, float(p.fraction)))
+        bits = [escape_text(p.message)] if p.message else []
+        if p.incumbent is not None:
+            bits.append(f"incumbent {fmt(p.incumbent)}")
+        if p.bound is not None:
+            bits.append(f"bound {fmt(p.bound)}")
+        if bits:
+            self.status.value = "running\u2026 " + " &middot; ".join(bits)
+        data = p.data or {}
+        if "episode" in data and "objective" in data:
+            best = data.get("best", data["objective"])
+            self.curve.curve.stream({"episode": [data["episode"]], "objective": [data["objective"]],
+                                     "best": [best]})
+            if self.curve_widget.layout.display == "none":
+                self.curve_widget.layout.display = None

@@ -1,0 +1,167 @@
+"""Trade-offs: the history of runs, throughput vs latency with the Pareto front, and
+the accelerator sweep (optimal max-load for 1..k accelerators — diminishing returns).
+
+The sweep uses the best available exact solver (``dp`` when registered) and
+scores every result with :func:`viz_place.cost.evaluate`.
+
+>>> from viz_place.samples import make_graph
+>>> from viz_place.widgets.state import ExplorerState
+>>> t = TradeoffsPanel(ExplorerState(make_graph("chain", 5)))
+>>> t.record_button.click(); len(t.state.history)
+1
+"""
+from __future__ import annotations
+
+import math
+
+import ipywidgets as W
+from bokeh.layouts import row
+
+from viz_place.cost import evaluate
+from viz_place.errors import VizPlaceError
+from viz_place.model import validate_pins
+from viz_place.render import set_sweep, set_tradeoffs, tradeoff_view
+from viz_place.solvers import list_solvers, run_solver
+
+from .common import bokeh_widget, error_html, escape_text, fmt, ok_html
+from .tasks import BackgroundTask
+
+
+def sweep_solver(infos) -> str | None:
+    """``dp`` if registered, else an exact throughput solver, else any throughput solver."""
+    names = [i.name for i in infos]
+    if "dp" in names:
+        return "dp"
+    for want in (lambda i: i.exact and i.objective in ("throughput", "any"),
+                 lambda i: i.objective in ("throughput", "any")):
+        hit = [i.name for i in infos if want(i)]
+        if hit:
+            return hit[0]
+    return names[0] if names else None
+
+
+def history_html(history) -> str:
+    cols = ("run", "solver", "status", "objective", "max_load", "throughput", "latency", "peak_memory_fraction",
+            "feasible", "wall_time")
+    heads = ("#", "solver", "status", "objective", "max-load", "throughput", "latency", "peak mem / cap",
+             "feasible", "time (s)")
+    th = "".join(f"<th style='padding:0 6px'>{h}</th>" for h in heads)
+    body = "".join("<tr>" + "".join(f"<td style='padding:0 6px'>{escape_text(fmt(r.get(c)))}</td>" for c in cols)
+                   + "</tr>" for r in history)
+    return f"<table class='vp-history'><tr>{th}</tr>{body}</table>" if history else "<i>no runs yet</i>"
+
+
+class TradeoffsPanel:
+    def __init__(self, state) -> None:
+        self.state = state
+        self.view = tradeoff_view()
+        self.plots = bokeh_widget(row(self.view.scatter_figure, self.view.sweep_figure))
+        self.table = W.HTML()
+        self.record_button = W.Button(description="Add current to history", icon="plus")
+        self.restore = W.Dropdown(description="run #", layout=W.Layout(width="160px"))
+        self.restore_button = W.Button(description="Restore run")
+        self.message = W.HTML()
+        self.sweep_class = W.Dropdown(description="class", layout=W.Layout(width="200px"))
+        self.sweep_k = W.BoundedIntText(value=4, min=1, max=32, description="up to k", layout=W.Layout(width="160px"))
+        self.sweep_solver = W.Dropdown(description="solver", layout=W.Layout(width="220px"))
+        self.sweep_button = W.Button(description="Sweep", icon="line-chart")
+        self.sweep_cancel = W.Button(description="Cancel", icon="stop", disabled=True)
+        self.sweep_status = W.HTML()
+        self.sweep_rows: list[dict] = []
+        self.task: BackgroundTask | None = None
+        self.record_button.on_click(lambda _b: self.state.record())
+        self.restore_button.on_click(lambda _b: self._restore())
+        self.sweep_button.on_click(lambda _b: self.sweep())
+        self.sweep_cancel.on_click(lambda _b: self.task and self.task.cancel())
+        state.on("history", lambda s, **_: self._on_history())
+        state.on("cluster", lambda s, **_: self._on_cluster())
+        state.on("graph", lambda s, **_: self._on_cluster())
+        self.widget = W.VBox([
+            W.HBox([self.record_button, self.restore, self.restore_button, self.message]),
+            self.table, self.plots,
+            W.HTML("<b>Accelerator sweep</b> <small>(optimal max-load for 1..k devices of one class)</small>"),
+            W.HBox([self.sweep_class, self.sweep_k, self.sweep_solver, self.sweep_button, self.sweep_cancel]),
+            self.sweep_status])
+        self._on_history()
+        self._on_cluster()
+
+    def _on_history(self) -> None:
+        h = self.state.history
+        self.table.value = history_html(h)
+        set_tradeoffs(self.view, h)
+        self.restore.options = [r["run"] for r in h]
+        if h:
+            self.restore.value = h[-1]["run"]
+
+    def _on_cluster(self) -> None:
+        c = self.state.cluster
+        accel = [k.name for k in c.classes if k.pays_communication] or [k.name for k in c.classes]
+        keep = self.sweep_class.value
+        self.sweep_class.options = accel
+        self.sweep_class.value = keep if keep in accel else accel[0]
+        self.sweep_k.value = max(1, min(32, max(c.class_named(self.sweep_class.value).count, 1)))
+        infos = list_solvers()
+        keep_s = self.sweep_solver.value
+        self.sweep_solver.options = [i.name for i in infos]
+        names = [i.name for i in infos]
+        self.sweep_solver.value = keep_s if keep_s in names else sweep_solver(infos)
+
+    def _restore(self) -> None:
+        if self.restore.value is None:
+            return
+        try:
+            self.state.restore_run(self.restore.value)
+            self.message.value = ok_html(f"run #{self.restore.value} restored (undo to go back)")
+        except VizPlaceError as err:
+            self.message.value = error_html(str(err))
+
+    # --- sweep ---------------------------------------------------------------------
+    def sweep(self) -> bool:
+        """Run the sweep in the background; rows appear as each count finishes."""
+        if self.task is not None and self.task.running:
+            return False
+        s = self.state
+        name, cname, k = self.sweep_solver.value, self.sweep_class.value, int(self.sweep_k.value)
+        if name is None:
+            self.sweep_status.value = error_html("no solver is registered")
+            return False
+        graph, cluster, pins = s.graph, s.cluster, dict(s.pins)
+        self.sweep_rows = []
+        set_sweep(self.view, [])
+
+        def work(cancel):
+            for count in range(1, k + 1):
+                if cancel.is_set():
+                    break
+                self.sweep_status.value = f"solving with {count} \u00d7 {escape_text(cname)}\u2026"
+                row_ = {"count": count, "max_load": math.nan, "status": ""}
+                try:
+                    c = cluster.with_class_count(cname, count)
+                    validate_pins(graph, c, pins)
+                    p = run_solver(name, graph, c, pins=pins, cancel=cancel)
+                    ev = evaluate(graph, c, p, pins=pins)
+                    row_.update(max_load=ev.max_load, status=p.status if ev.feasible else "violations")
+                except VizPlaceError as err:
+                    row_.update(status=f"error: {err}")
+                self.sweep_rows.append(row_)
+                set_sweep(self.view, self.sweep_rows)
+            return self.sweep_rows
+
+        def done(rows):
+            self.sweep_button.disabled, self.sweep_cancel.disabled = False, True
+            text = ", ".join(f"{r['count']}: {fmt(r['max_load'])}" for r in rows)
+            errs = [r["status"] for r in rows if r["status"].startswith("error")]
+            self.sweep_status.value = ok_html(f"{name} sweep done — max-load by count: {text}") + \
+                (error_html(errs[0]) if errs else "")
+
+        def failed(err):
+            self.sweep_button.disabled, self.sweep_cancel.disabled = False, True
+            self.sweep_status.value = error_html(f"sweep failed: {err}")
+
+        self.task = BackgroundTask(work, on_done=done, on_error=failed, name="sweep")
+        self.sweep_button.disabled, self.sweep_cancel.disabled = True, False
+        self.task.start()
+        return True
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self.task.wait(timeout) if self.task is not None else True
