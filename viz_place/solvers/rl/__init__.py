@@ -1,0 +1,30 @@
+"""Learned placement after Placeto: a graph-embedding policy that improves a placement
+sweep by sweep, trained with REINFORCE over families of generated graphs (numpy only).
+
+Registers the solver ``rl``. Pieces: :mod:`.features` (label-free node features
+from bitsets and message passing), :mod:`.env` (the environment, masking, the
+topological fill), :mod:`.policy` (MLP, Adam, save/load), :mod:`.rollout`
+(sweeps, REINFORCE gradient), :mod:`.train` (training runs), :mod:`.solver`.
+
+>>> from viz_place.solvers import get_solver
+>>> get_solver("rl").objective
+'any'
+"""
+from ..registry import SolverInfo, register
+from .env import PlacementEnv, topo_fill
+from .policy import Policy, load_policy, shipped_policy_path
+from .solver import RLOptions, solve
+from .train import TrainConfig, train_policy
+
+register(SolverInfo(
+    name="rl",
+    solve=solve,
+    options_cls=RLOptions,
+    objective="any",
+    description="learned placer after Placeto: a trained policy improves the topological fill sweep by sweep "
+                "(zero-shot, best-of-K sampled, or fine-tuned on the graph)",
+    exact=False,
+))
+
+__all__ = ["PlacementEnv", "topo_fill", "Policy", "load_policy", "shipped_policy_path", "RLOptions", "solve",
+           "TrainConfig", "train_policy"]

@@ -1,0 +1,147 @@
+"""The ``rl`` solver: place a graph with a trained policy (zero-shot, best-of-K, or fine-tuned).
+
+Starts from the topological fill, then improves it sweep by sweep:
+
+* ``mode="greedy"`` — ``sweeps`` greedy sweeps (one by default: the zero-shot placement);
+* ``mode="sample"`` — greedy sweeps until one stops helping, then sampled sweeps
+  (``temperature``) from the best placement so far, until ``time_limit`` or
+  ``samples`` sweeps or ``max_evaluations``;
+* ``mode="finetune"`` (default) — like ``sample`` but each batch of sampled sweeps
+  also updates a copy of the policy by REINFORCE on this graph, with a closing
+  greedy sweep of the fine-tuned policy.
+
+The best placement visited is returned; its ``claimed_value`` is recomputed by
+:func:`viz_place.cost.evaluate_indices` (the single source of truth).
+
+>>> from viz_place.samples import make_graph
+>>> g = make_graph("residual", 30, seed=3)
+>>> p = solve(g, g.default_cluster, options=RLOptions(mode="greedy"))
+>>> p.solver, p.status
+('rl', 'heuristic')
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...cost import compile_problem, evaluate_indices
+from ...errors import SolverError
+from ...model import Cluster, OpGraph, Placement, validate_pins
+from ..base import Hooks, SolverOptions, Stopwatch, make_options
+from .env import PlacementEnv, topo_fill
+from .policy import load_policy
+from .rollout import sweep
+from .train import Learner
+
+
+@dataclass(frozen=True)
+class RLOptions(SolverOptions):
+    """Options of the ``rl`` solver."""
+
+    policy: str = field(default="", metadata={"help": "policy file (.npz); empty = the shipped policy"})
+    mode: str = field(default="finetune", metadata={"help": "greedy: zero-shot sweep(s); sample: best of sampled "
+                                                    "sweeps; finetune: REINFORCE on this graph",
+                                                    "choices": ("greedy", "sample", "finetune")})
+    objective: str = field(default="throughput", metadata={"help": "what to minimise",
+                                                           "choices": ("throughput", "latency")})
+    time_limit: float = field(default=10.0, metadata={"help": "seconds of search after the greedy sweeps", "min": 0.0})
+    sweeps: int = field(default=1, metadata={"help": "greedy sweeps in greedy mode", "min": 1, "max": 1000})
+    samples: int = field(default=0, metadata={"help": "max sampled sweeps (0 = until the time limit)", "min": 0})
+    max_evaluations: int = field(default=0, metadata={"help": "stop after this many candidate evaluations "
+                                                      "(0 = no limit)", "min": 0})
+    rollouts: int = field(default=4, metadata={"help": "sampled sweeps per fine-tuning update", "min": 1, "max": 64})
+    temperature: float = field(default=1.0, metadata={"help": "softmax temperature of sampled sweeps", "min": 0.01})
+    lr: float = field(default=1e-3, metadata={"help": "fine-tuning learning rate (Adam)", "min": 0.0})
+    shaping: float = field(default=0.1, metadata={"help": "tie-break weight of the RMS load in the reward", "min": 0.0})
+    seed: int = field(default=0, metadata={"help": "random seed", "min": 0})
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not isinstance(self.policy, str):
+            raise SolverError(f"option 'policy': expected a file path, got {self.policy!r}")
+
+
+def _dev_to_placement(prob, dev, env_obj, opts: RLOptions, pins, wall: float, status: str, msg: str) -> Placement:
+    ev = evaluate_indices(prob, np.asarray(dev), pins=pins)
+    value = ev.value(opts.objective)
+    return Placement(prob.to_assignment(dev), solver="rl", status=status, objective=opts.objective,
+                     claimed_value=value, options=opts.to_dict(), wall_time=wall, message=msg)
+
+
+def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress=None, cancel=None) -> Placement:
+    """Place ``graph`` on ``cluster`` with a learned policy (see the module docstring)."""
+    opts = make_options(RLOptions, options)
+    pins = validate_pins(graph, cluster, pins)
+    hooks = Hooks(progress, cancel)
+    watch = Stopwatch()
+    policy = load_policy(opts.policy)
+    prob = compile_problem(graph, cluster)
+    pin_idx = {graph.index[n]: cluster.device_index(d) for n, d in pins.items()}
+    env = PlacementEnv(prob, pin_idx, objective=opts.objective, shaping=opts.shaping)
+    rng = np.random.default_rng([opts.seed, 7])
+    start = topo_fill(env)
+    env.reset(start)
+    best_val, best_dev = env.objective(), list(start)
+    first_val = best_val
+    sweeps_done = 0
+    cancelled = False
+
+    def out_of_budget() -> bool:
+        return (opts.max_evaluations > 0 and env.evaluations >= opts.max_evaluations)
+
+    def stop_search() -> bool:
+        return hooks.cancelled or out_of_budget() or watch.elapsed > opts.time_limit
+
+    def take(res) -> bool:
+        nonlocal best_val, best_dev
+        if res.best_dev is not None and res.best < best_val * (1 - 1e-12):
+            best_val, best_dev = res.best, res.best_dev
+            return True
+        return False
+
+    # Greedy sweeps: exactly `sweeps` in greedy mode, else until a sweep stops helping.
+    max_greedy = opts.sweeps if opts.mode == "greedy" else 1000
+    for _ in range(max_greedy):
+        if hooks.cancelled or out_of_budget():
+            cancelled = hooks.cancelled
+            break
+        env.reset(best_dev)
+        res = sweep(env, policy, rng, greedy=True, stop=out_of_budget)
+        sweeps_done += 1
+        improved = take(res)
+        hooks.report(None, f"greedy sweep {sweeps_done}: {best_val:.6g}", incumbent=best_val,
+                     data={"sweep": sweeps_done, "objective": res.best, "best": best_val})
+        if opts.mode != "greedy" and (not improved or watch.elapsed > opts.time_limit):
+            break
+    zero_shot = best_val
+    if opts.mode in ("sample", "finetune"):
+        learner = None
+        if opts.mode == "finetune":
+            learner = Learner(policy.copy(), lr=opts.lr, gamma=0.95, clip=1.0, baseline_decay=0.8,
+                              rollouts=opts.rollouts, seed=opts.seed)
+        n_samples = 0
+        while not stop_search() and (opts.samples == 0 or n_samples < opts.samples):
+            if learner is None:
+                env.reset(best_dev)
+                res = sweep(env, policy, rng, greedy=False, temperature=opts.temperature, stop=stop_search)
+                n_samples += 1
+                take(res)
+            else:
+                out = learner.update(env, best_dev, "this", 0.0, stop=stop_search)
+                n_samples += opts.rollouts
+                if out["best_dev"] is not None and out["best"] < best_val * (1 - 1e-12):
+                    best_val, best_dev = out["best"], out["best_dev"]
+            hooks.report(min(1.0, watch.elapsed / opts.time_limit) if opts.time_limit > 0 else None,
+                         f"{n_samples} sampled sweeps: best {best_val:.6g}", incumbent=best_val,
+                         data={"sweep": sweeps_done + n_samples, "best": best_val})
+        sweeps_done += n_samples
+        if learner is not None and not hooks.cancelled and not out_of_budget():
+            env.reset(best_dev)
+            take(sweep(env, learner.policy, rng, greedy=True, stop=out_of_budget))
+            sweeps_done += 1
+        cancelled = hooks.cancelled
+    msg = (f"start (topological fill) {first_val:.6g}, zero-shot {zero_shot:.6g}, best {best_val:.6g} after "
+           f"{sweeps_done} sweeps and {env.evaluations} evaluations")
+    return _dev_to_placement(prob, best_dev, best_val, opts, pins, watch.elapsed,
+                             "cancelled" if cancelled else "heuristic", msg)
