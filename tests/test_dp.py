@@ -1,0 +1,189 @@
+"""The throughput DP: errors, options, hooks, CLI, and every published throughput workload."""
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from viz_place.cost import evaluate
+from viz_place.errors import InfeasibleError, PlacementError, SolverError
+from viz_place.io import load_graph
+from viz_place.model import Cluster, DeviceClass, OpGraph
+from viz_place.solvers import get_solver, run_solver
+from viz_place.solvers.dp import DPOptions
+from viz_place.solvers.ideals import enumerate_ideals
+from viz_place.solvers.preprocess import contract
+from viz_place.testing import assert_valid
+
+WORKLOADS = Path(__file__).resolve().parents[2] / "shared" / "workloads" / "throughput-inputs"
+REPO = Path(__file__).resolve().parents[1]
+
+
+def chain(n: int, *, cpu=4.0, fpga=1.0, size=1.0, tc=0.5) -> OpGraph:
+    nodes = [{"id": f"n{i}", "latency": {"cpu": cpu, "fpga": fpga}, "size": size, "transfer_cost": tc}
+             for i in range(n)]
+    return OpGraph.from_records(nodes, [(f"n{i}", f"n{i + 1}") for i in range(n - 1)])
+
+
+def test_registered_as_exact_throughput_solver():
+    info = get_solver("dp")
+    assert info.objective == "throughput" and info.exact
+
+
+def test_chain_splits_evenly():
+    g = chain(4)
+    p = run_solver("dp", g, Cluster.paper(2, 1, None))
+    # two fpgas with two nodes each: compute 2 + one transfer each side 0.5
+    assert p.claimed_value == pytest.approx(2.5)
+    assert p.status == "optimal"
+    assert_valid(g, Cluster.paper(2, 1, None), p, objective="throughput")
+
+
+def test_memory_too_small_is_infeasible_with_reason():
+    g = chain(3, size=5.0)
+    cluster = Cluster((DeviceClass("fpga", "fpga", 2, memory=4.0),))
+    with pytest.raises(InfeasibleError, match=r"node 'n0'.*size 5.*memory 4"):
+        run_solver("dp", g, cluster)
+
+
+def test_memory_too_small_overall_is_infeasible():
+    g = chain(3, size=3.0)
+    cluster = Cluster((DeviceClass("fpga", "fpga", 2, memory=4.0),))
+    with pytest.raises(InfeasibleError, match="no contiguous placement"):
+        run_solver("dp", g, cluster)
+
+
+def test_pins_contradicting_contiguity_are_infeasible():
+    # a and c share a colour class; b lies between them, so b must share their device
+    g = OpGraph.from_records(
+        [{"id": "a", "latency": {"cpu": 1.0}, "color_class": "x"}, {"id": "b", "latency": {"cpu": 1.0}},
+         {"id": "c", "latency": {"cpu": 1.0}, "color_class": "x"}], [("a", "b"), ("b", "c")])
+    cluster = Cluster((DeviceClass("cpu", "cpu", 2, pays_communication=False),))
+    with pytest.raises(InfeasibleError, match=r"'b'.*must share a device"):
+        run_solver("dp", g, cluster, pins={"a": "cpu:0", "b": "cpu:1"})
+
+
+def test_pins_splitting_a_colour_class_are_rejected():
+    g = OpGraph.from_records(
+        [{"id": "a", "latency": {"cpu": 1.0}, "color_class": "x"}, {"id": "b", "latency": {"cpu": 1.0}, "color_class": "x"}],
+        [("a", "b")])
+    cluster = Cluster((DeviceClass("cpu", "cpu", 2, pays_communication=False),))
+    with pytest.raises(PlacementError, match="colour class"):
+        run_solver("dp", g, cluster, pins={"a": "cpu:0", "b": "cpu:1"})
+
+
+def test_pins_are_honoured():
+    g = chain(4)
+    cluster = Cluster.paper(2, 1, None)
+    pins = {"n3": "fpga:0", "n0": "fpga:1"}
+    p = run_solver("dp", g, cluster, pins=pins)
+    assert p["n3"] == "fpga:0" and p["n0"] == "fpga:1"
+    assert_valid(g, cluster, p, pins, objective="throughput")
+
+
+def test_unsupported_everywhere_is_infeasible():
+    g = OpGraph.from_records([{"id": "a", "latency": {"tpu": 1.0}}, {"id": "b", "latency": {"cpu": 1.0}}], [("a", "b")])
+    with pytest.raises(InfeasibleError, match="'a'.*unsupported"):
+        run_solver("dp", g, Cluster.paper(1, 1, None))
+
+
+def test_too_many_ideals_says_what_to_do():
+    # 14 independent nodes: 2**14 ideals
+    nodes = [{"id": f"n{i}", "latency": {"cpu": 1.0}, "layer": str(i // 7)} for i in range(14)]
+    g = OpGraph.from_records(nodes, [])
+    cluster = Cluster((DeviceClass("cpu", "cpu", 2, pays_communication=False),))
+    with pytest.raises(SolverError, match=r"more than 1,000 ideals.*contract_layers.*linearize.*ilp"):
+        run_solver("dp", g, cluster, options={"max_ideals": 1000})
+    p = run_solver("dp", g, cluster, options={"max_ideals": 1000, "contract_layers": True})
+    assert p.claimed_value == pytest.approx(7.0) and p.status == "feasible"
+    p = run_solver("dp", g, cluster, options={"max_ideals": 1000, "linearize": True})
+    assert p.claimed_value == pytest.approx(7.0) and "topological order" in p.message
+    assert_valid(g, cluster, p, objective="throughput")
+
+
+def test_linearize_gives_prefix_ideals_only():
+    g = OpGraph.from_records([{"id": f"n{i}", "latency": {"cpu": 1.0}} for i in range(6)], [])
+    ct = contract(g, Cluster.paper(1, 1, None), linearize=True)
+    assert enumerate_ideals(ct.num, ct.pred_masks, ct.succ_lists).count == 7
+
+
+def test_options_are_validated():
+    with pytest.raises(SolverError, match="max_ideals"):
+        DPOptions(max_ideals=0)
+    with pytest.raises(SolverError, match="unknown option"):
+        run_solver("dp", chain(2), Cluster.paper(1, 1, None), options={"speed": 2})
+
+
+def test_progress_and_cancel():
+    g = OpGraph.from_records([{"id": f"n{i}", "latency": {"cpu": 1.0 + i, "fpga": 1.0}, "transfer_cost": 0.1}
+                              for i in range(12)], [])
+    cluster = Cluster.paper(3, 1, None)
+    events = []
+    p = run_solver("dp", g, cluster, progress=events.append)
+    assert events and events[-1].fraction == 1.0
+    fired = threading.Event()
+    fired.set()
+    p2 = run_solver("dp", g, cluster, cancel=fired)
+    assert p2.status == "cancelled"
+    assert_valid(g, cluster, p2)
+    assert p2.claimed_value >= p.claimed_value - 1e-12
+
+
+def test_cli_json(tmp_path):
+    g = chain(5)
+    path = tmp_path / "g.json"
+    from viz_place.io import graph_to_paper_dict
+    data = graph_to_paper_dict(g, Cluster.paper(2, 1, None))
+    path.write_text(json.dumps(data))
+    out = subprocess.run([sys.executable, "-m", "viz_place", "solve", str(path), "--solver", "dp", "--json"],
+                         capture_output=True, text=True, cwd=REPO, check=True)
+    row = json.loads(out.stdout)
+    assert row["solver"] == "dp" and row["objective"] == "throughput" and row["status"] == "optimal"
+    assert row["value"] == pytest.approx(row["max_load"]) and row["seconds"] >= 0
+
+
+def _workloads():
+    if not WORKLOADS.is_dir():
+        return []
+    return sorted(WORKLOADS.glob("*/*.json"))
+
+
+HEAVY = {"inceptionv3_inference.json", "inceptionv3_training.json", "gnmt_inference.json", "gnmt_training.json"}
+
+
+def _ids(paths):
+    return [f"{p.parent.name}/{p.stem}" for p in paths]
+
+
+LIGHT_PATHS = [p for p in _workloads() if p.name not in HEAVY or p.parent.name != "LayerGraphs"]
+HEAVY_PATHS = [p for p in _workloads() if p.name in HEAVY and p.parent.name == "LayerGraphs"]
+
+
+def _solve_workload(path):
+    g = load_graph(path)
+    cluster = g.default_cluster
+    p = run_solver("dp", g, cluster)
+    assert p.status == "optimal"
+    assert_valid(g, cluster, p, objective="throughput")
+    # optimal contiguous <= a contiguous split along the graph's own topological order
+    ev_line = evaluate(g, cluster, run_solver("dp", g, cluster, options={"linearize": True}))
+    assert p.claimed_value <= ev_line.max_load * (1 + 1e-9)
+    return p
+
+
+@pytest.mark.skipif(not WORKLOADS.is_dir(), reason="published workloads not found next to the repository")
+@pytest.mark.parametrize("path", LIGHT_PATHS, ids=_ids(LIGHT_PATHS))
+def test_workload_reaches_optimum(path):
+    _solve_workload(path)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not WORKLOADS.is_dir(), reason="published workloads not found next to the repository")
+@pytest.mark.parametrize("path", HEAVY_PATHS, ids=_ids(HEAVY_PATHS))
+def test_heavy_workload_reaches_optimum(path):
+    _solve_workload(path)

@@ -1,0 +1,287 @@
+"""The exact throughput DP (solver ``dp``): the optimal *contiguous* placement for max-load.
+
+Tarnawski et al. (NeurIPS 2020), generalised to any number of device classes
+(counts, speeds, memory, communication rules) and to pins:
+
+1. :func:`~viz_place.solvers.preprocess.contract` turns the graph into a DAG of
+   supernodes (colour classes with their backward twins, fused cycles, merged
+   zero-cost leaves; optionally whole layers or a linear order).
+2. :func:`~viz_place.solvers.ideals.enumerate_ideals` lists its ideals.
+3. :mod:`~viz_place.solvers.dp_core` runs the recursion over (ideal, devices
+   used per class). A pinned device instance is its own class of count 1; a
+   set holding a node pinned elsewhere is never put on a device.
+4. Thresholds: a quick pass over the prefixes of one topological order gives
+   an upper bound ``UB``; passes with a growing threshold ``T`` (from a lower
+   bound up to ``UB``) skip every set costing more than ``T``. The first pass
+   that finds a chain has found the optimum.
+
+The claimed value is ``evaluate(...)``'s max-load of the returned placement.
+
+>>> from viz_place.model import OpGraph, Cluster
+>>> g = OpGraph.from_records([
+...     {"id": "a", "latency": {"cpu": 4.0, "fpga": 2.0}, "transfer_cost": 0.5},
+...     {"id": "b", "latency": {"cpu": 4.0, "fpga": 2.0}}], [("a", "b")])
+>>> p = solve(g, Cluster.paper(2, 1, None))
+>>> p.claimed_value, p.status
+(2.5, 'optimal')
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..cost import compile_problem, evaluate
+from ..errors import Cancelled, InfeasibleError, SolverError
+from ..model import Cluster, OpGraph, Placement, validate_pins
+from . import dp_core
+from .base import Hooks, SolverOptions, Stopwatch, make_options
+from .ideals import TooManyIdeals, enumerate_ideals
+from .preprocess import Contracted, contract
+from .registry import SolverInfo, register
+
+
+@dataclass(frozen=True)
+class DPOptions(SolverOptions):
+    """Options of the ``dp`` solver."""
+
+    max_ideals: int = field(default=200_000, metadata={
+        "help": "stop with an error when the contracted graph has more ideals than this", "min": 1, "max": 20_000_000})
+    contract_layers: bool = field(default=False, metadata={
+        "help": "coarsen: keep the nodes of one layer (node attribute 'layer') together"})
+    linearize: bool = field(default=False, metadata={
+        "help": "coarsen: only split along one topological order (fast, not exact for the full problem)"})
+    merge_zero_cost: bool = field(default=True, metadata={
+        "help": "merge zero-cost leaf nodes into their only neighbour (keeps the optimum)"})
+    growth: float = field(default=1.25, metadata={
+        "help": "factor by which the pruning threshold grows between passes", "min": 1.01, "max": 100.0})
+
+
+@dataclass
+class _Class:
+    name: str           # cluster class name
+    count: int
+    instances: list[str]
+    pin_device: str | None
+    pays: bool
+    link: float
+    cap: float
+    col: int            # a device column of this class in the compiled problem
+
+
+@dataclass
+class DPStats:
+    """What a solve did (also stored in ``Placement.options['stats']``)."""
+
+    supernodes: int = 0
+    ideals: int = 0
+    pairs: int = 0
+    passes: int = 0
+    upper_bound: float = math.inf
+    thresholds: list = field(default_factory=list)
+
+
+def _dp_classes(cluster: Cluster, pins: dict[str, str], prob) -> list[_Class]:
+    pinned_devices = sorted(set(pins.values()), key=cluster.device_index)
+    out = []
+    for cls in cluster.classes:
+        if cls.count == 0:
+            continue
+        names = list(cls.instance_names())
+        cols = [cluster.device_index(n) for n in names]
+        own_pins = [n for n in names if n in pinned_devices]
+        free = [n for n in names if n not in own_pins]
+        common = dict(pays=cls.pays_communication, link=cls.link_factor,
+                      cap=math.inf if cls.memory is None else cls.memory, col=cols[0])
+        if free:
+            out.append(_Class(cls.name, len(free), free, None, **common))
+        for n in own_pins:
+            out.append(_Class(cls.name, 1, [n], n, **common))
+    return out
+
+
+def _hyperedges(prob, ct: Contracted) -> list[tuple[int, float]]:
+    agg: dict[int, float] = {}
+    sup = ct.node_super
+    for u in range(prob.n):
+        tc = float(prob.tcost[u])
+        if tc <= 0 or not prob.data_succs[u]:
+            continue
+        mask = 1 << int(sup[u])
+        for v in prob.data_succs[u]:
+            mask |= 1 << int(sup[v])
+        if mask & (mask - 1):
+            agg[mask] = agg.get(mask, 0.0) + tc
+    return list(agg.items())
+
+
+def _check_pins(graph: OpGraph, ct: Contracted, prob, pins: dict[str, str]) -> dict[int, str]:
+    """Supernode -> pinned device; two pins on one supernode must agree."""
+    out: dict[int, tuple[str, str]] = {}
+    for node, dev in pins.items():
+        s = int(ct.node_super[prob.graph.index[node]])
+        if s in out and out[s][1] != dev:
+            other, odev = out[s]
+            raise InfeasibleError(
+                f"pins contradict the colour classes / contiguity: nodes {other!r} (pinned to {odev}) and {node!r} "
+                f"(pinned to {dev}) must share a device (same colour class, or joined by a cycle that "
+                f"contracting colour classes creates{', or by a chosen coarsening' if ct.reasons else ''})")
+        out[s] = (node, dev)
+    return {s: d for s, (_, d) in out.items()}
+
+
+def _supernode_tables(graph, prob, ct: Contracted, classes: list[_Class], pin_of: dict[int, str]):
+    K = ct.num
+    k = len(classes)
+    lat = np.zeros((K, k))
+    size = np.array([float(prob.size[m].sum()) for m in ct.members])
+    forbid = np.zeros((K, k), dtype=bool)
+    for c, cl in enumerate(classes):
+        col = prob.lat[:, cl.col]
+        lat[:, c] = [float(col[m].sum()) for m in ct.members]
+        for s, dev in pin_of.items():
+            forbid[s, c] = cl.pin_device != dev
+    for s in range(K):
+        fits = [c for c, cl in enumerate(classes)
+                if math.isfinite(lat[s, c]) and not forbid[s, c] and size[s] <= cl.cap * (1 + 1e-9)]
+        if not fits:
+            names = [prob.node_ids[i] for i in ct.members[s][:4]]
+            what = f"node {names[0]!r}" if len(ct.members[s]) == 1 else \
+                f"the nodes {', '.join(map(repr, names))}{' ...' if len(ct.members[s]) > 4 else ''} (kept together)"
+            caps = ", ".join(f"{cl.instances[0] if cl.pin_device else cl.name}: "
+                             f"{'unsupported' if math.isinf(lat[s, c]) else 'memory ' + format(cl.cap, '.6g')}"
+                             for c, cl in enumerate(classes))
+            raise InfeasibleError(f"{what} fit(s) on no device: size {size[s]:.6g}; {caps}"
+                                  f"{'; pinned to ' + pin_of[s] if s in pin_of else ''}")
+    return lat, size, forbid
+
+
+def _placement_from_chain(prob, ct: Contracted, tables: dp_core.Tables, classes, chain) -> dict[str, str]:
+    used = [0] * len(classes)
+    assignment: dict[str, str] = {}
+    for c, j, i in reversed(chain):
+        dev = classes[c].instances[used[c]]
+        used[c] += 1
+        ids = tables.ideals
+        sup = np.setdiff1d(ids.members(i), ids.members(j))
+        for s in sup:
+            for node in ct.members[s]:
+                assignment[prob.node_ids[node]] = dev
+    return assignment
+
+
+def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress=None, cancel=None) -> Placement:
+    """Optimal contiguous placement for max-load (see the module docstring)."""
+    opts = make_options(DPOptions, options)
+    pins = validate_pins(graph, cluster, pins)
+    hooks = Hooks(progress, cancel)
+    watch = Stopwatch()
+    prob = compile_problem(graph, cluster)
+    stats = DPStats()
+    hooks.report(0.0, "contracting colour classes", force=True)
+    ct = contract(graph, cluster, pins=pins, contract_layers=opts.contract_layers, linearize=opts.linearize,
+                  merge_zero_cost=opts.merge_zero_cost)
+    stats.supernodes = ct.num
+    classes = _dp_classes(cluster, pins, prob)
+    pin_of = _check_pins(graph, ct, prob, pins)
+    lat, size, forbid = _supernode_tables(graph, prob, ct, classes, pin_of)
+    hyper = _hyperedges(prob, ct)
+    common = dict(lat=lat, size=size, forbid=forbid, hyperedges=hyper, counts=[cl.count for cl in classes],
+                  pays=[cl.pays for cl in classes], link=[cl.link for cl in classes], cap=[cl.cap for cl in classes])
+    from .ideals import prefix_ideals
+    line = dp_core.Tables.build(prefix_ideals(ct.num), **common)
+    ub = dp_core.run(line, math.inf)
+    stats.upper_bound = ub.value
+    incumbent = _placement_from_chain(prob, ct, line, classes, ub.chain) if ub.chain else None
+
+    def finish(assignment, status, message):
+        ev = evaluate(graph, cluster, assignment, pins=pins)
+        if ev.violations:
+            raise SolverError(f"dp: internal error, the placement found violates: {'; '.join(ev.violations)}")
+        return Placement(assignment, solver="dp", status=status, objective="throughput",
+                         claimed_value=ev.max_load, options={**opts.to_dict(), "stats": stats.__dict__},
+                         wall_time=watch.elapsed, message=message)
+
+    try:
+        hooks.report(0.02, f"enumerating the ideals of {ct.num} supernodes", force=True)
+
+        def check_enum(count):
+            hooks.check()
+            hooks.report(0.05, f"enumerating ideals: {count:,} so far")
+        try:
+            ids = enumerate_ideals(ct.num, ct.pred_masks, ct.succ_lists, limit=opts.max_ideals, check=check_enum)
+        except TooManyIdeals as err:
+            raise SolverError(
+                f"dp: the contracted graph ({ct.num} supernodes) has more than {err.limit:,} ideals "
+                f"({err.found:,} found before stopping), beyond reach of the exact DP. Coarsen it with option "
+                f"contract_layers=true (keep each layer together) or linearize=true (split along one topological "
+                f"order), raise max_ideals if you have the time and memory, or use the integer program "
+                f"(ilp_throughput) or the RL solver") from None
+        stats.ideals = ids.count
+        hooks.report(0.1, f"{ids.count:,} ideals; building tables", force=True)
+        tables = dp_core.Tables.build(ids, **common)
+        result = _threshold_passes(tables, lat, classes, ub.value, opts, stats, hooks)
+    except Cancelled:
+        if incumbent is None:
+            raise SolverError("dp: cancelled before any placement was found") from None
+        return finish(incumbent, "cancelled", "cancelled; returning the best placement along one topological order")
+    if not math.isfinite(result.value):
+        raise InfeasibleError(
+            f"dp: no contiguous placement fits: with {', '.join(f'{cl.count} x {cl.instances[0] if cl.pin_device else cl.name}' for cl in classes)} "
+            f"every split breaks a memory limit, an unsupported op or a pin")
+    assignment = _placement_from_chain(prob, ct, tables, classes, result.chain)
+    placement = finish(assignment, "feasible" if (opts.contract_layers or opts.linearize) else "optimal", "")
+    if not math.isclose(placement.claimed_value, result.value, rel_tol=1e-6, abs_tol=1e-9):
+        raise SolverError(f"dp: internal error, DP value {result.value!r} but the evaluator says "
+                          f"{placement.claimed_value!r}")
+    if opts.contract_layers or opts.linearize:
+        placement = Placement(placement.assignment, solver="dp", status="feasible", objective="throughput",
+                              claimed_value=placement.claimed_value, options=placement.options,
+                              wall_time=placement.wall_time,
+                              message="optimal among placements of the coarsened graph "
+                                      f"({'layers kept together' if opts.contract_layers else ''}"
+                                      f"{', ' if opts.contract_layers and opts.linearize else ''}"
+                                      f"{'one topological order' if opts.linearize else ''})")
+    hooks.report(1.0, f"optimum {placement.claimed_value:.6g}", force=True)
+    return placement
+
+
+def _lower_bound(lat: np.ndarray, classes: list[_Class]) -> float:
+    per_node = np.min(np.where(np.isinf(lat), np.inf, lat), axis=1)
+    per_node = np.where(np.isinf(per_node), 0.0, per_node)
+    total = sum(cl.count for cl in classes)
+    return max(float(per_node.max(initial=0.0)), float(per_node.sum()) / max(total, 1))
+
+
+def _threshold_passes(tables, lat, classes, ub: float, opts: DPOptions, stats: DPStats, hooks: Hooks):
+    T = _lower_bound(lat, classes)
+    finite = np.where(np.isinf(lat), 0.0, lat)
+    t_max = float(finite.max(1).sum()) + 2.0 * float(tables.htc.sum()) * max([cl.link for cl in classes] + [0.0])
+    if T <= 0:
+        T = ub if math.isfinite(ub) else math.inf
+    while True:
+        if math.isfinite(ub) and T >= ub:
+            T = ub
+        elif T >= t_max:
+            T = math.inf
+        stats.passes += 1
+        stats.thresholds.append(T)
+        base = 0.1 + 0.9 * (1 - 1 / (stats.passes + 1))
+
+        def check(frac, T=T):
+            hooks.check()
+            hooks.report(min(0.99, base * 0.9 + 0.1 * frac), f"DP pass {stats.passes} (threshold {T:.6g})")
+        res = dp_core.run(tables, T, check=check)
+        stats.pairs += res.pairs
+        if math.isfinite(res.value) or T == math.inf or T == ub:
+            if not math.isfinite(res.value) and T == ub and math.isfinite(ub):
+                raise SolverError("dp: internal error, the pass at the upper bound found no chain")
+            return res
+        T = T * opts.growth
+
+
+register(SolverInfo(
+    name="dp", solve=solve, options_cls=DPOptions, objective="throughput", exact=True,
+    description="exact dynamic program over ideals: optimal contiguous split for max-load (Tarnawski et al. 2020)"))

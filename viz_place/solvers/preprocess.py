@@ -1,0 +1,203 @@
+"""Preprocessing for the exact DP: contract a training/inference graph to a DAG of *supernodes*.
+
+Steps (the paper's, each keeping the optimum over contiguous placements):
+
+1. **Colour classes** are contracted: every colocation group (forward nodes and
+   their backward twins) becomes one supernode. The DAG on supernodes is built
+   from edges between *forward* nodes only; backward nodes ride along.
+2. **Orphaned backward classes** (whose forward node is an artificial twin
+   added by :class:`~viz_place.model.OpGraph`) get the paper's mirrored
+   ordering edges: for a backward edge ``ub -> vb`` with an orphaned end, an
+   edge ``fwd(vb) -> fwd(ub)``.
+3. **Cycles** created by steps 1–2 are fused (a contiguous set holding two
+   nodes of a cycle holds the whole cycle).
+4. Optional coarsenings (change the optimum, documented as such):
+   ``contract_layers`` merges nodes sharing a ``layer`` id, ``linearize`` adds
+   a chain along a topological order (then there are only ``K + 1`` ideals).
+5. **Zero-cost leaves** are merged into their only neighbour: a supernode with
+   no pin, zero size, zero latency on every device kind of
+   the cluster, adjacent (by any edge) to exactly one other supernode. Moving
+   it next to that neighbour never raises any device's load, so the optimum is
+   kept (the authors' "trivial node optimisation", made safe for memory and pins).
+   A non-zero size is allowed when the whole graph fits in every memory-limited
+   device (memory can then never bind), which is the case on the paper's inputs.
+
+>>> from viz_place.model import OpGraph, Cluster
+>>> g = OpGraph.from_records([{"id": "a", "latency": {"cpu": 1.0}}, {"id": "b", "latency": {"cpu": 1.0}}],
+...                          [("a", "b")])
+>>> c = contract(g, Cluster.paper(1, 1, None))
+>>> c.num, c.edges
+(2, ((0, 1),))
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import networkx as nx
+import numpy as np
+
+from ..cost import compile_problem
+from ..model import Cluster, OpGraph
+
+
+@dataclass(frozen=True)
+class Contracted:
+    """Supernodes in topological order.
+
+    ``members[s]`` — node positions (in ``prob.node_ids``) of supernode ``s``;
+    ``node_super[i]`` — supernode of node ``i``; ``edges`` — DAG edges
+    ``(s, t)`` with ``s < t``; ``reasons`` — notes on what was fused and why.
+    """
+
+    num: int
+    members: tuple[np.ndarray, ...]
+    node_super: np.ndarray
+    edges: tuple[tuple[int, int], ...]
+    reasons: tuple[str, ...] = field(default=())
+
+    @property
+    def pred_masks(self) -> list[int]:
+        """Bitmask (Python int) of the direct predecessors of each supernode."""
+        masks = [0] * self.num
+        for s, t in self.edges:
+            masks[t] |= 1 << s
+        return masks
+
+    @property
+    def succ_lists(self) -> list[list[int]]:
+        out: list[list[int]] = [[] for _ in range(self.num)]
+        for s, t in self.edges:
+            out[s].append(t)
+        return out
+
+
+class _UnionFind:
+    def __init__(self, n: int) -> None:
+        self.parent = list(range(n))
+
+    def find(self, a: int) -> int:
+        p = self.parent
+        while p[a] != a:
+            p[a] = p[p[a]]
+            a = p[a]
+        return a
+
+    def union(self, a: int, b: int) -> bool:
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb:
+            return False
+        self.parent[max(ra, rb)] = min(ra, rb)
+        return True
+
+
+def contract(graph: OpGraph, cluster: Cluster, *, pins: dict[str, str] | None = None,
+             contract_layers: bool = False, linearize: bool = False,
+             merge_zero_cost: bool = True) -> Contracted:
+    """Contract ``graph`` to a DAG of supernodes for the DP (see the module docstring)."""
+    prob = compile_problem(graph, cluster)
+    n = prob.n
+    back = prob.backward
+    uf = _UnionFind(n)
+    for members in prob.groups:
+        for m in members[1:]:
+            uf.union(members[0], m)
+    reasons: list[str] = []
+    if contract_layers:
+        by_layer: dict[str, int] = {}
+        for i, nid in enumerate(prob.node_ids):
+            layer = graph.node(nid).layer
+            if layer is None:
+                continue
+            if layer in by_layer:
+                uf.union(by_layer[layer], i)
+            else:
+                by_layer[layer] = i
+    artificial = np.array([graph.node(nid).artificial for nid in prob.node_ids], dtype=bool)
+    # orphaned colour classes: every forward member is an artificial twin
+    orphan_group = [all(artificial[m] for m in members if not back[m]) for members in prob.groups]
+    orphan = np.array([orphan_group[g] for g in prob.group], dtype=bool)
+
+    def forward_edges() -> set[tuple[int, int]]:
+        es = set()
+        for u in range(n):
+            for v in prob.succs[u]:
+                if back[u] or back[v]:
+                    if back[u] and back[v]:
+                        ru, rv = uf.find(u), uf.find(v)
+                        if ru != rv and (orphan[u] or orphan[v]):
+                            es.add((rv, ru))  # mirrored ordering edge
+                    continue
+                ru, rv = uf.find(u), uf.find(v)
+                if ru != rv:
+                    es.add((ru, rv))
+        return es
+
+    # fuse cycles until the supernode graph is a DAG
+    while True:
+        dg = nx.DiGraph()
+        dg.add_nodes_from({uf.find(i) for i in range(n)})
+        dg.add_edges_from(forward_edges())
+        fused = False
+        for comp in nx.strongly_connected_components(dg):
+            if len(comp) > 1:
+                comp = sorted(comp)
+                names = [prob.node_ids[c] for c in comp[:4]]
+                reasons.append(f"fused {len(comp)} groups into one (cycle after contracting colour classes: "
+                               f"{', '.join(names)}{' ...' if len(comp) > 4 else ''})")
+                for c in comp[1:]:
+                    uf.union(comp[0], c)
+                fused = True
+        if not fused:
+            break
+    if merge_zero_cost:
+        _merge_zero_cost_leaves(graph, cluster, prob, uf, pins or {})
+    roots = sorted({uf.find(i) for i in range(n)})
+    dg = nx.DiGraph()
+    dg.add_nodes_from(roots)
+    dg.add_edges_from(forward_edges())
+    order = list(nx.lexicographical_topological_sort(dg))
+    pos = {r: k for k, r in enumerate(order)}
+    edges = {(pos[a], pos[b]) for a, b in dg.edges}
+    if linearize:
+        edges |= {(k, k + 1) for k in range(len(order) - 1)}
+    node_super = np.array([pos[uf.find(i)] for i in range(n)], dtype=np.int64)
+    members = tuple(np.flatnonzero(node_super == k) for k in range(len(order)))
+    return Contracted(num=len(order), members=members, node_super=node_super,
+                      edges=tuple(sorted(edges)), reasons=tuple(reasons))
+
+
+def _merge_zero_cost_leaves(graph: OpGraph, cluster: Cluster, prob, uf: _UnionFind, pins: dict[str, str]) -> None:
+    """Merge zero-cost supernodes adjacent to a single other supernode (see step 5)."""
+    n = prob.n
+    kinds = {c.kind for c in cluster.classes}
+    pinned = {prob.graph.index[p] for p in pins}
+    # memory can never bind when the whole graph fits on every memory-limited device
+    caps = [c.memory for c in cluster.classes if c.memory is not None and c.count > 0]
+    memory_free = not caps or float(prob.size.sum()) <= min(caps)
+    # candidate nodes (forward or backward): zero latency on every kind, zero size (or memory never binds), not pinned
+    ok_node = np.zeros(n, dtype=bool)
+    for i, nid in enumerate(prob.node_ids):
+        node = graph.node(nid)
+        ok_node[i] = ((node.size == 0 or memory_free) and i not in pinned
+                      and all(node.latency.get(k, np.inf) == 0 for k in kinds))
+    changed = True
+    while changed:
+        changed = False
+        members: dict[int, list[int]] = {}
+        for i in range(n):
+            members.setdefault(uf.find(i), []).append(i)
+        for root, mem in members.items():
+            if not all(ok_node[i] for i in mem):
+                continue
+            neigh = set()
+            for i in mem:
+                for j in prob.succs[i] + prob.preds[i]:
+                    rj = uf.find(j)
+                    if rj != root:
+                        neigh.add(rj)
+                if len(neigh) > 1:
+                    break
+            if len(neigh) == 1:
+                uf.union(root, neigh.pop())
+                changed = True
+                break
