@@ -11,7 +11,7 @@ Bokeh objects — so it is cheap to test and to send. Node columns follow
 ['cpu:0', 'cpu:1']
 >>> xs, ys = edge_polyline(g, [[0.0, 0.0], [1.0, 0.0]], cross_only_for=device_column(g, Placement({"a": "cpu:0", "b": "cpu:1"})))
 >>> xs.tolist()
-[0.0, 1.0]
+[0.0, 0.5, 1.0]
 """
 from __future__ import annotations
 
@@ -81,8 +81,10 @@ def device_column(graph: OpGraph, placement: Placement | Mapping[str, str]) -> l
 
 def edge_polyline(graph: OpGraph, positions: Any, *, cross_only_for: Sequence[str] | None = None
                   ) -> tuple[np.ndarray, np.ndarray]:
-    """All edges as one NaN-separated polyline ``(xs, ys)``.
+    """All edges as one NaN-separated polyline ``(xs, ys)``: start, bend, end, NaN per edge.
 
+    An edge that skips columns (a residual connection, say) bends upwards by
+    ``0.3 * sqrt(columns skipped)`` so it does not hide behind the chain it jumps over.
     With ``cross_only_for`` (a device column), only edges whose ends sit on
     different devices — the communication — are included.
     """
@@ -95,10 +97,14 @@ def edge_polyline(graph: OpGraph, positions: Any, *, cross_only_for: Sequence[st
         return np.zeros(0), np.zeros(0)
     ij = np.asarray(pairs, dtype=np.int64)
     k = len(ij)
-    xs = np.full(3 * k - 1, np.nan)
-    ys = np.full(3 * k - 1, np.nan)
-    xs[0::3], xs[1::3] = pos[ij[:, 0], 0], pos[ij[:, 1], 0]
-    ys[0::3], ys[1::3] = pos[ij[:, 0], 1], pos[ij[:, 1], 1]
+    x0, x1 = pos[ij[:, 0], 0], pos[ij[:, 1], 0]
+    y0, y1 = pos[ij[:, 0], 1], pos[ij[:, 1], 1]
+    span = np.abs(x1 - x0)
+    bend = np.where(span > 1.5, 0.3 * np.sqrt(span), 0.0)
+    xs = np.full(4 * k - 1, np.nan)
+    ys = np.full(4 * k - 1, np.nan)
+    xs[0::4], xs[1::4], xs[2::4] = x0, (x0 + x1) / 2, x1
+    ys[0::4], ys[1::4], ys[2::4] = y0, (y0 + y1) / 2 + bend, y1
     return xs, ys
 
 

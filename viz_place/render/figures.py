@@ -74,7 +74,7 @@ def graph_view(graph: OpGraph, cluster: Cluster, placement: Placement, *, pins: 
     cols["device"] = dev_col
     nodes = ColumnDataSource(cols)
     marker = factor_mark("dir", ["circle", "triangle"], ["forward", "backward"])
-    node_r = p.scatter("x", "y", source=nodes, size=10, marker=marker,
+    node_r = p.scatter("x", "y", source=nodes, size=10 if graph.num_nodes <= 500 else 7, marker=marker,
                        fill_color={"field": "device", "transform": mapper}, line_color="#333333", line_width=0.5,
                        selection_line_color="black", selection_line_width=3, selection_fill_alpha=1.0,
                        nonselection_fill_alpha=0.45, nonselection_line_alpha=0.3)
