@@ -1,0 +1,42 @@
+"""Brute force over all placements of small instances (shared by the ILP and baseline tests)."""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from viz_place.cost import compile_problem, evaluate_indices
+from viz_place.solvers._ilp_common import nonconvex_devices
+
+#: Instances with more than this many group-to-device combinations are not brute-forced.
+MAX_COMBOS = 6000
+
+
+def combos(inst) -> int:
+    prob = compile_problem(inst.graph, inst.cluster)
+    return prob.num_devices ** len(prob.groups)
+
+
+def brute_force(inst, objective: str, *, contiguous: str | None = None) -> float:
+    """Best evaluator value over every valid placement (``inf`` if none).
+
+    ``contiguous``: ``"forward"`` — every device's forward set convex (the throughput IP);
+    ``"accelerators"`` — every communication-paying device's whole set convex (latency IP, q = 1).
+    """
+    prob = compile_problem(inst.graph, inst.cluster)
+    fwd = [not b for b in prob.backward.tolist()]
+    best = math.inf
+    for combo in itertools.product(range(prob.num_devices), repeat=len(prob.groups)):
+        dev = np.empty(prob.n, dtype=np.int64)
+        for g, d in enumerate(combo):
+            dev[list(prob.groups[g])] = d
+        ev = evaluate_indices(prob, dev, pins=inst.pins)
+        if ev.violations:
+            continue
+        if contiguous == "forward" and nonconvex_devices(prob, dev, fwd):
+            continue
+        if contiguous == "accelerators" and any(prob.pays[d] for d in nonconvex_devices(prob, dev)):
+            continue
+        best = min(best, ev.value(objective))
+    return best

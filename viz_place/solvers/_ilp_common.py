@@ -1,0 +1,235 @@
+"""Helpers shared by the integer-program solvers (private).
+
+* :func:`allowed_devices` — the devices each colocation group may use (support,
+  pins, memory), raising :class:`~viz_place.errors.InfeasibleError` naming the
+  group when none is left;
+* :func:`interchangeable_sets` — identical, unpinned device instances of one
+  class (symmetry breaking) and :func:`canonical` to relabel a placement so that
+  it satisfies the symmetry-breaking constraints;
+* :func:`nonconvex_devices` — devices whose node set is not convex;
+* :func:`memory_diagnosis` — a reason why no placement fits the memory;
+* :func:`finish` — the honest :class:`~viz_place.model.Placement` from a MILP
+  result, a warm start and the evaluator.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..cost import evaluate_indices
+from ..cost.compiled import CompiledProblem
+from ..errors import InfeasibleError, SolverError
+from ..model import Placement
+from .milp import OPTIMALITY_TOL, MilpResult, relative_gap
+
+
+def group_label(prob: CompiledProblem, g: int) -> str:
+    members = prob.groups[g]
+    first = prob.node_ids[members[0]]
+    cc = prob.graph.node(first).color_class
+    if len(members) == 1 or cc is None:
+        return f"node {first!r}"
+    return f"colour class {cc!r} (nodes {', '.join(repr(prob.node_ids[i]) for i in members[:4])}" + \
+        (" ..." if len(members) > 4 else "") + ")"
+
+
+def allowed_devices(prob: CompiledProblem, pins: dict[str, str], *,
+                    restrict: Callable[[int], bool] | None = None) -> list[list[int]]:
+    """Device indices each colocation group may go to (ordered)."""
+    D = prob.num_devices
+    index = prob.graph.index
+    pinned_group: dict[int, int] = {}
+    for node, dev in pins.items():
+        g = int(prob.group[index[node]])
+        pinned_group[g] = prob.cluster.device_index(dev)
+    out: list[list[int]] = []
+    for g, members in enumerate(prob.groups):
+        m = list(members)
+        lat_ok = np.isfinite(prob.lat[m, :]).all(axis=0)
+        size = float(prob.size[m].sum())
+        if g in pinned_group:
+            cands = [pinned_group[g]]
+        else:
+            cands = [d for d in range(D) if restrict is None or restrict(d)]
+        ok = [d for d in cands if lat_ok[d] and size <= prob.capacity[d] * (1 + 1e-12)]
+        if not ok:
+            where = f"pinned to {prob.device_names[cands[0]]}" if g in pinned_group else "on any device"
+            unsupported = [prob.device_names[d] for d in cands if not lat_ok[d]]
+            too_big = [prob.device_names[d] for d in cands if lat_ok[d]]
+            why = []
+            if unsupported:
+                why.append(f"unsupported on {', '.join(unsupported)}")
+            if too_big:
+                why.append(f"its memory {size:.6g} exceeds the capacity of {', '.join(too_big)}")
+            raise InfeasibleError(f"infeasible: {group_label(prob, g)} cannot be placed {where}: "
+                                  + "; ".join(why or ["no device"]))
+        out.append(ok)
+    return out
+
+
+def interchangeable_sets(prob: CompiledProblem, pins: dict[str, str],
+                         devices: Sequence[int] | None = None) -> list[list[int]]:
+    """Lists (length >= 2) of identical device instances of one class that no pin targets."""
+    pinned = {prob.cluster.device_index(d) for d in pins.values()}
+    keep = set(range(prob.num_devices) if devices is None else devices)
+    by_class: dict[int, list[int]] = {}
+    for d in range(prob.num_devices):
+        if d in keep and d not in pinned:
+            by_class.setdefault(int(prob.device_class[d]), []).append(d)
+    return [v for v in by_class.values() if len(v) >= 2]
+
+
+def canonical(prob: CompiledProblem, dev: Sequence[int], sets: list[list[int]]) -> np.ndarray:
+    """Relabel ``dev`` within each interchangeable set: devices ordered by their first group."""
+    dev = np.asarray(dev, dtype=np.int64).copy()
+    first = [g[0] for g in prob.groups]
+    for s in sets:
+        members = set(s)
+        order: list[int] = []
+        for f in first:
+            d = int(dev[f])
+            if d in members and d not in order:
+                order.append(d)
+        mapping = {old: s[k] for k, old in enumerate(order)}
+        if mapping:
+            dev = np.array([mapping.get(int(d), int(d)) for d in dev], dtype=np.int64)
+    return dev
+
+
+def nonconvex_devices(prob: CompiledProblem, dev: Sequence[int], nodes: Sequence[bool] | None = None) -> set[int]:
+    """Devices whose set (restricted to ``nodes`` if given, over all edges between them) is not convex."""
+    n = prob.n
+    use = [True] * n if nodes is None else list(nodes)
+    anc = [0] * n
+    for v in range(n):
+        if not use[v]:
+            continue
+        m = 0
+        for u in prob.preds[v]:
+            if use[u]:
+                m |= anc[u] | (1 << int(dev[u]))
+        anc[v] = m
+    desc = [0] * n
+    bad = 0
+    for v in range(n - 1, -1, -1):
+        if not use[v]:
+            continue
+        m = 0
+        for w in prob.succs[v]:
+            if use[w]:
+                m |= desc[w] | (1 << int(dev[w]))
+        desc[v] = m
+        bad |= anc[v] & m & ~(1 << int(dev[v]))
+    return {d for d in range(prob.num_devices) if bad >> d & 1}
+
+
+def memory_diagnosis(prob: CompiledProblem, allowed: list[list[int]]) -> str:
+    """A sentence on memory pressure (for infeasibility messages)."""
+    need = 0.0
+    for g, ds in enumerate(allowed):
+        if all(math.isfinite(prob.capacity[d]) for d in ds):
+            need += float(prob.size[list(prob.groups[g])].sum())
+    limited = sorted({d for ds in allowed for d in ds if math.isfinite(prob.capacity[d])})
+    offer = float(sum(prob.capacity[d] for d in limited))
+    if limited and need > offer * (1 + 1e-12):
+        return (f"nodes that can only go to memory-limited devices need {need:.6g} in total but "
+                f"{', '.join(prob.device_names[d] for d in limited)} offer {offer:.6g}")
+    return (f"no assignment satisfies the memory capacities, pins, colour classes and supported ops together "
+            f"(memory needed on limited devices {need:.6g}, offered {offer:.6g})")
+
+
+def value_of(prob: CompiledProblem, dev: np.ndarray, objective: str, pins: dict[str, str]) -> tuple[float, list[str]]:
+    ev = evaluate_indices(prob, dev, pins=pins)
+    return ev.value(objective), list(ev.violations)
+
+
+def finish(prob: CompiledProblem, *, solver: str, objective: str, options: dict, pins: dict[str, str],
+           res: MilpResult | None, ilp_dev: np.ndarray | None, warm: tuple[np.ndarray, str] | None,
+           wall: float, extra_ok: Callable[[np.ndarray], str | None] | None = None,
+           model_note: str = "") -> Placement:
+    """Choose the placement to return and its honest status.
+
+    ``ilp_dev``: the MILP's placement (or ``None``); ``warm``: (placement, source)
+    of the warm start (or ``None``); ``extra_ok(dev)`` returns a reason when a
+    placement breaks a model constraint the evaluator does not check (contiguity).
+    """
+    cands: list[tuple[float, np.ndarray, str]] = []
+    notes: list[str] = []
+    for dev, src in ([(ilp_dev, "ilp")] if ilp_dev is not None else []) + ([warm] if warm else []):
+        value, problems = value_of(prob, dev, objective, pins)
+        if extra_ok is not None and not problems:
+            why = extra_ok(dev)
+            if why:
+                problems.append(why)
+        if problems:
+            notes.append(f"{src} placement rejected: {problems[0]}")
+            continue
+        cands.append((value, dev, src))
+    if not cands:
+        why = (res.message if res else "") or "no solution"
+        if res is not None and res.status == "infeasible":
+            raise InfeasibleError(f"infeasible: {why}")
+        stop = res.stopped_by if res else None
+        bound = f" (best bound {res.bound:.6g})" if res is not None and res.bound is not None else ""
+        if stop == "cancel":
+            raise SolverError(f"{solver}: cancelled before any solution was found{bound}")
+        raise SolverError(f"{solver}: no solution in time: the {res.backend if res else 'MILP'} back-end stopped "
+                          f"({stop or why}) without a solution{bound}; raise the time limit"
+                          + ("; " + "; ".join(notes) if notes else ""))
+    cands.sort(key=lambda t: (t[0], t[2] != "ilp"))
+    value, dev, src = cands[0]
+    bound = res.bound if res is not None else None
+    gap = relative_gap(value, bound)
+    msg: list[str] = []
+    if res is not None and res.stopped_by == "cancel":
+        status = "cancelled"
+    elif res is not None and res.has_solution and gap is not None and gap <= OPTIMALITY_TOL and src == "ilp":
+        status = "optimal"
+    elif res is not None and gap is not None and gap <= OPTIMALITY_TOL:
+        status = "optimal"
+    else:
+        status = "feasible"
+    if res is not None:
+        msg.append(f"{res.backend} {res.stopped_by or 'finished'} after {res.seconds:.2f} s")
+    if status != "optimal":
+        if gap is not None:
+            msg.append(f"gap {100 * gap:.3g}% (value {value:.6g}, bound {bound:.6g})")
+        else:
+            msg.append("no bound known")
+    if src != "ilp":
+        msg.append(f"best placement is the warm start from {src} (the integer program found nothing better)")
+    if model_note:
+        msg.append(model_note)
+    msg.extend(notes)
+    return Placement(prob.to_assignment(dev), solver=solver, status=status, objective=objective,
+                     claimed_value=float(value), options=options, wall_time=wall, message="; ".join(msg))
+
+
+def best_warm_start(prob: CompiledProblem, pins: dict[str, str], objective: str, names: Sequence[str], *,
+                    accept: Callable[[np.ndarray], bool] | None = None,
+                    options: dict[str, dict] | None = None) -> tuple[np.ndarray, str] | None:
+    """Run the registered solvers ``names`` (skipping missing ones and failures) and return the
+    best valid placement (device indices, solver name) under ``objective`` that ``accept`` allows."""
+    from ..errors import VizPlaceError
+    from .registry import _REGISTRY, run_solver
+    best: tuple[float, np.ndarray, str] | None = None
+    for name in names:
+        info = _REGISTRY.get(name)
+        if info is None or not info.available():
+            continue
+        import dataclasses
+        known = {f.name for f in dataclasses.fields(info.options_cls)}
+        opts = {k: v for k, v in ((options or {}).get(name) or {}).items() if k in known}
+        try:
+            p = run_solver(name, prob.graph, prob.cluster, pins=pins or None, options=opts)
+        except VizPlaceError:
+            continue
+        dev = prob.to_index_array(p)
+        value, problems = value_of(prob, dev, objective, pins)
+        if problems or not math.isfinite(value) or (accept is not None and not accept(dev)):
+            continue
+        if best is None or value < best[0]:
+            best = (value, dev, name)
+    return None if best is None else (best[1], best[2])

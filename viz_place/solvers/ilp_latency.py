@@ -1,0 +1,318 @@
+"""The latency integer program (solver ``latency-ilp``): minimise single-sample latency.
+
+The authors' latency IP (``latency-ip/lip.py``), generalised to device classes
+and pins, with exactly the evaluator's latency rule
+(:mod:`viz_place.cost.latency`):
+
+* classes that pay no communication (host CPUs) are unlimited: a node there
+  finishes at its latest predecessor plus its own latency (``L[v] >= L[u] +
+  lat(v)``); every instance of such a class is equivalent, so an unpinned node
+  uses instance 0 unless the class has a memory limit;
+* each accelerator runs its nodes as one contiguous (convex) piece — or, with
+  ``max_pieces_per_accelerator = q``, up to ``q`` convex pieces run one after
+  another. A piece starts when all its inputs have arrived (``start >= L[u] -
+  M (1 - a[u])`` for every outside predecessor ``u``) and finishes after
+  inputs + compute + outputs (``c[u] >= |x(u) - x(v)|`` per data edge, priced
+  ``transfer_cost(u) * link``); its nodes finish with it;
+* memory per accelerator (all its pieces), colour classes, pins, unsupported ops;
+  symmetry breaking among identical unpinned accelerators.
+
+``M`` is the latency of the best contiguous warm start (``greedy-latency``,
+``dp``, the other baselines), which keeps the relaxation tight and never cuts off
+an optimum. For ``q = 1`` the model's value equals ``evaluate(...).latency``;
+for ``q > 1`` the evaluator re-derives the pieces of each device (by re-entry
+level, then connected components) and its value is the one reported — the
+message says when it differs from the model's.
+
+>>> from viz_place.testing import random_instance
+>>> inst = random_instance(3)
+>>> p = solve(inst.graph, inst.cluster, pins=inst.pins, options={"backend": "highs", "time_limit": 10})
+>>> p.objective, p.status
+('latency', 'optimal')
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, replace
+
+import numpy as np
+import pulp
+
+from ..cost import compile_problem, evaluate_indices
+from ..errors import InfeasibleError, SolverError
+from ..model import Cluster, OpGraph, Placement, validate_pins
+from ._ilp_common import (allowed_devices, best_warm_start, canonical, finish, interchangeable_sets,
+                          memory_diagnosis, nonconvex_devices)
+from .base import Hooks, SolverOptions, Stopwatch, make_options
+from .milp import BACKENDS, solve_milp
+from .registry import SolverInfo, register
+
+WARM_SOLVERS = ("greedy-latency", "single-device", "dp", "pipedream", "topo-fill")
+
+
+@dataclass(frozen=True)
+class LatencyIlpOptions(SolverOptions):
+    """Options of ``latency-ilp``.
+
+    >>> LatencyIlpOptions(max_pieces_per_accelerator=2).max_pieces_per_accelerator
+    2
+    """
+
+    max_pieces_per_accelerator: int = field(default=1, metadata={
+        "help": "q: an accelerator may run up to q contiguous pieces one after another (1 = contiguous)",
+        "min": 1, "max": 16})
+    time_limit: float = field(default=60.0, metadata={"help": "seconds for the MILP back-end", "min": 0.1,
+                                                      "max": 86400.0})
+    gap: float = field(default=0.0, metadata={"help": "relative MIP gap at which to stop (0 = prove optimality)",
+                                              "min": 0.0, "max": 1.0})
+    backend: str = field(default="cbc", metadata={"help": "MILP back-end: cbc (bundled), highs (highspy), auto",
+                                                  "choices": BACKENDS})
+    warm_start: bool = field(default=True, metadata={"help": "start from greedy-latency / DP / baselines"})
+    symmetry_breaking: bool = field(default=True, metadata={"help": "order identical accelerators of a class"})
+
+
+def _loose_bound(prob, allowed) -> float:
+    """An upper bound on the latency of any placement the model allows."""
+    comp = 0.0
+    for g, ds in enumerate(allowed):
+        for v in prob.groups[g]:
+            comp += max(float(prob.lat[v, d]) for d in ds)
+    acc = [d for d in range(prob.num_devices) if prob.pays[d]]
+    link = max((float(prob.link[d]) for d in acc), default=0.0)
+    return comp + 2 * float(prob.tcost.sum()) * link * max(1, prob.n) + 1.0
+
+
+def build_model(prob, allowed, q: int, sym_sets, big_m: float):
+    """The PuLP model; returns ``(lp, x)`` with ``x[(g, d)]`` the group-device variables."""
+    lp = pulp.LpProblem("latency", pulp.LpMinimize)
+    D, n, group = prob.num_devices, prob.n, prob.group
+    x = {(g, d): lp.add_variable(f"x_{g}_{d}", cat="Binary") for g, ds in enumerate(allowed) for d in ds}
+    for g, ds in enumerate(allowed):
+        lp += pulp.lpSum(x[g, d] for d in ds) == 1, f"assign_{g}"
+    accel = [d for d in range(D) if prob.pays[d] and any((g, d) in x for g in range(len(allowed)))]
+    hosts = [d for d in range(D) if not prob.pays[d]]
+    # node-slot variables
+    slots = [(d, j) for d in accel for j in range(q)]
+    X: dict[tuple[int, tuple[int, int]], pulp.LpVariable] = {}
+    for d in accel:
+        for v in range(n):
+            g = int(group[v])
+            if (g, d) not in x:
+                continue
+            if q == 1:
+                X[v, (d, 0)] = x[g, d]
+            else:
+                for j in range(q):
+                    X[v, (d, j)] = lp.add_variable(f"p_{v}_{d}_{j}", cat="Binary")
+                lp += pulp.lpSum(X[v, (d, j)] for j in range(q)) == x[g, d]
+    for d in accel:
+        cap = prob.capacity[d]
+        if math.isfinite(cap):
+            terms = [(x[g, d], float(prob.size[list(prob.groups[g])].sum())) for g in range(len(allowed))
+                     if (g, d) in x]
+            terms = [(v, s) for v, s in terms if s > 0]
+            if terms and sum(s for _, s in terms) > cap:
+                scale = cap if cap > 0 else 1.0
+                lp += pulp.LpAffineExpression([(v, s / scale) for v, s in terms]) <= cap / scale, f"mem_{d}"
+    for d in hosts:
+        cap = prob.capacity[d]
+        if math.isfinite(cap):
+            terms = [(x[g, d], float(prob.size[list(prob.groups[g])].sum())) for g in range(len(allowed))
+                     if (g, d) in x]
+            if terms:
+                lp += pulp.lpSum(s * v for v, s in terms) <= cap, f"mem_{d}"
+    L = [lp.add_variable(f"L_{v}", lowBound=0) for v in range(n)]
+    T = lp.add_variable("T", lowBound=0)
+    # host nodes: unlimited parallelism
+    for v in range(n):
+        g = int(group[v])
+        host = {}
+        for d in hosts:
+            if (g, d) in x and prob.lat[v, d]:
+                host[x[g, d]] = host.get(x[g, d], 0.0) + float(prob.lat[v, d])
+        host_lat = pulp.LpAffineExpression(host)
+        if host:
+            lp += L[v] >= host_lat
+        for u in prob.preds[v]:
+            lp += L[v] >= L[u] + host_lat
+        lp += T >= L[v]
+    # accelerator pieces
+    start, fin = {}, {}
+    for s in slots:
+        d, j = s
+        sid = f"{d}_{j}"
+        members = [v for v in range(n) if (v, s) in X]
+        start[s] = lp.add_variable(f"start_{sid}", lowBound=0)
+        fin[s] = lp.add_variable(f"finish_{sid}", lowBound=0)
+        load: dict = {}
+        for v in members:
+            t = float(prob.lat[v, d])
+            if t:
+                load[X[v, s]] = load.get(X[v, s], 0.0) + t
+        # contiguity over all nodes and edges
+        z = [lp.add_variable(f"z_{v}_{sid}", lowBound=0, upBound=1) for v in range(n)]
+        for v in members:
+            lp += z[v] >= X[v, s]
+        for v in range(n):
+            for u in prob.preds[v]:
+                lp += z[v] <= z[u]
+                if (u, s) in X:
+                    lp += z[v] <= (X[v, s] if (v, s) in X else 0) - X[u, s] + 1
+        # inputs: a[u] = u outside the piece with a successor inside (any edge)
+        for u in range(n):
+            succ_in = [X[w, s] for w in dict.fromkeys(prob.succs[u]) if (w, s) in X and
+                       (q > 1 or int(group[w]) != int(group[u]))]
+            if succ_in:
+                a = lp.add_variable(f"a_{u}_{sid}", lowBound=0, upBound=1)
+                xu = X.get((u, s))
+                for xw in succ_in:
+                    lp += a >= (xw - xu if xu is not None else xw)
+                lp += start[s] >= L[u] - big_m * (1 - a)
+            # communication (data edges only), priced transfer_cost(u) * link(d)
+            pay = float(prob.tcost[u]) * float(prob.link[d])
+            data = [w for w in dict.fromkeys(prob.data_succs[u]) if q > 1 or int(group[w]) != int(group[u])]
+            if pay <= 0 or not data:
+                continue
+            xu = X.get((u, s))
+            xs = [X[w, s] for w in data if (w, s) in X]
+            if xu is None and not xs:
+                continue
+            c = lp.add_variable(f"c_{u}_{sid}", lowBound=0, upBound=1)
+            for xw in xs:
+                lp += c >= (xw - xu if xu is not None else xw)
+                if xu is not None:
+                    lp += c >= xu - xw
+            if xu is not None and len(xs) < len(data):
+                lp += c >= xu
+            load[c] = load.get(c, 0.0) + pay
+        lp += fin[s] == start[s] + pulp.LpAffineExpression(load), f"finish_{sid}"
+        for v in members:
+            lp += L[v] >= fin[s] - big_m * (1 - X[v, s])
+        if j > 0:
+            lp += start[s] >= fin[(d, j - 1)]
+    for s_i, devs in enumerate(sym_sets):
+        gl = [g for g in range(len(allowed)) if (g, devs[0]) in x]
+        if not gl:
+            continue
+        for k in range(1, len(devs)):
+            prev, cur = devs[k - 1], devs[k]
+            lp += x[gl[0], cur] == 0
+            run = None
+            for t in range(1, len(gl)):
+                y = lp.add_variable(f"sym_{s_i}_{k}_{t}", lowBound=0)
+                lp += y == (x[gl[t - 1], prev] if run is None else run + x[gl[t - 1], prev])
+                lp += x[gl[t], cur] <= y
+                run = y
+    lp += T
+    return lp, x, X
+
+
+def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress=None, cancel=None) -> Placement:
+    """Minimise single-sample latency with the paper's latency MILP.
+
+    Statuses as for :func:`viz_place.solvers.ilp_throughput.solve`; the claimed
+    value is always ``evaluate(...).latency`` of the placement returned.
+    """
+    watch = Stopwatch()
+    opts = make_options(LatencyIlpOptions, options)
+    pins = validate_pins(graph, cluster, pins)
+    hooks = Hooks(progress, cancel)
+    prob = compile_problem(graph, cluster)
+    q = opts.max_pieces_per_accelerator
+    devices = prob.cluster.devices
+
+    def usable(d: int) -> bool:   # hosts: instance 0 of an unlimited class is as good as any
+        return bool(prob.pays[d]) or devices[d].index == 0 or devices[d].cls.memory is not None
+
+    allowed = allowed_devices(prob, pins, restrict=usable)
+    accel_mask = prob.pays.tolist()
+    sym_sets = interchangeable_sets(prob, pins, [d for d in range(prob.num_devices) if usable(d)]) \
+        if opts.symmetry_breaking else []
+
+    def convex_ok(dev) -> bool:
+        return not any(accel_mask[d] for d in nonconvex_devices(prob, dev))
+
+    warm = None
+    if opts.warm_start:
+        hooks.report(0.0, "warm start: greedy-latency and other baselines", force=True)
+        warm = best_warm_start(prob, pins, "latency", WARM_SOLVERS, accept=convex_ok,
+                               options={"single-device": {"objective": "latency"}})
+    if q > 1:   # the contiguous optimum first: a warm start and a fallback the evaluator always schedules
+        hooks.report(0.0, "solving the contiguous model (q = 1) first", force=True)
+        try:
+            p1 = solve(graph, cluster, pins=pins, options=replace(opts, max_pieces_per_accelerator=1,
+                                                                  time_limit=max(0.1, opts.time_limit / 3)),
+                       progress=progress, cancel=cancel)
+        except SolverError:
+            p1 = None
+        if p1 is not None:
+            dev1 = prob.to_index_array(p1)
+            if warm is None or p1.claimed_value <= evaluate_indices(prob, warm[0]).latency:
+                warm = (dev1, f"latency-ilp with one piece per accelerator ({p1.status})")
+    if warm is not None:
+        warm = (_normalise_hosts(prob, warm[0], usable, pins), warm[1])
+        warm = (canonical(prob, warm[0], sym_sets), warm[1])
+        big_m = evaluate_indices(prob, warm[0]).latency
+        hooks.report(0.0, f"warm start from {warm[1]}: {big_m:.6g}", incumbent=big_m, force=True)
+        big_m = big_m * (1 + 1e-6) + 1e-6
+    else:
+        big_m = _loose_bound(prob, allowed)
+    hooks.report(0.0, "building the integer program", force=True)
+    lp, x, X = build_model(prob, allowed, q, sym_sets, big_m)
+    start_values = None
+    if warm is not None:
+        start_values = {var.name: float(int(warm[0][prob.groups[g][0]]) == d) for (g, d), var in x.items()}
+        if q > 1:
+            for (v, (d, j)), var in X.items():
+                start_values[var.name] = float(j == 0 and int(warm[0][v]) == d)
+    res = solve_milp(lp, backend=opts.backend, time_limit=max(0.1, opts.time_limit - watch.elapsed), gap=opts.gap,
+                     warm_start=start_values, hooks=hooks)
+    if res.status == "infeasible":
+        raise InfeasibleError(f"infeasible: {memory_diagnosis(prob, allowed)}"
+                              + (" with one contiguous piece per accelerator" if q == 1 else
+                                 f" with at most {q} contiguous pieces per accelerator"))
+    ilp_dev = None
+    if res.has_solution:
+        ilp_dev = np.empty(prob.n, dtype=np.int64)
+        for g, ds in enumerate(allowed):
+            d = max(ds, key=lambda d: res.values.get(x[g, d].name, 0.0))
+            ilp_dev[list(prob.groups[g])] = d
+
+    def check(dev):
+        if q == 1:
+            bad = [d for d in nonconvex_devices(prob, dev) if accel_mask[d]]
+            if bad:
+                return f"not one contiguous piece on {', '.join(prob.device_names[d] for d in bad)}"
+        if not math.isfinite(evaluate_indices(prob, dev).latency):
+            return "its pieces wait on each other (no schedule under the latency model)"
+        return None
+
+    p = finish(prob, solver="latency-ilp", objective="latency", options=asdict(opts), pins=pins, res=res,
+               ilp_dev=ilp_dev, warm=warm, wall=watch.elapsed, extra_ok=check)
+    if q > 1 and res.has_solution and res.objective is not None and \
+            not math.isclose(res.objective, p.claimed_value, rel_tol=1e-6, abs_tol=1e-6):
+        note = (f"the integer program's own value {res.objective:.6g} (up to {q} sequential pieces per "
+                f"accelerator) differs from the evaluator's latency {p.claimed_value:.6g} of this placement "
+                "(the evaluator cuts a device's set into pieces by re-entry level and connected components)")
+        p = replace(p, status="cancelled" if p.status == "cancelled" else "feasible",
+                    message="; ".join(filter(None, [p.message, note])))
+    return p
+
+
+def _normalise_hosts(prob, dev, usable, pins) -> np.ndarray:
+    """Move unpinned nodes from an unlimited host instance to instance 0 of its class (same latency)."""
+    dev = np.asarray(dev, dtype=np.int64).copy()
+    pinned = {prob.graph.index[n] for n in pins}
+    first_of_class = {}
+    for d, device in enumerate(prob.cluster.devices):
+        first_of_class.setdefault(device.cls.name, d)
+    for g in prob.groups:
+        d = int(dev[g[0]])
+        if not usable(d) and not any(v in pinned for v in g):
+            dev[list(g)] = first_of_class[prob.cluster.devices[d].cls.name]
+    return dev
+
+
+register(SolverInfo("latency-ilp", solve, LatencyIlpOptions, "latency",
+                    "integer program for single-sample latency (contiguous, or up to q pieces per accelerator)",
+                    exact=True))

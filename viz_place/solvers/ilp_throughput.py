@@ -1,0 +1,266 @@
+"""Throughput integer programs: minimise the max-load (solvers ``ilp`` and ``ilp-noncontig``).
+
+The authors' IP (``throughput-ip/ip.py`` of *Efficient Algorithms for Device
+Placement of DNN Graph Operators*), generalised to device classes and pins:
+
+* ``x[g, d]`` — binary, colocation group ``g`` (a colour class, or a single
+  node) on device ``d``; only devices that support every member, hold its
+  memory, and (if pinned) are its pin get a variable;
+* ``c[u, d]`` — per data-source node ``u`` and paying device ``d``:
+  ``c >= |x(u, d) - x(v, d)|`` for every data successor ``v``. This is exactly
+  the evaluator's rule (``d`` pays ``transfer_cost(u) * link(d)`` once when it
+  holds ``u`` and some successor is elsewhere, or holds a successor and not
+  ``u``); artificial edges carry no data and are left out;
+* load of ``d`` = compute + communication (forward and backward parts kept
+  apart for the training objective ``max_forward_plus_max_backward``);
+  memory per device; ``T >= load(d)`` and minimise ``T``;
+* ``contiguous=True``: the authors' convexity constraints on every device
+  (CPUs included) over forward nodes and all edges between them
+  (``z[v, d] >= x(v, d)``, ``z[v, d] <= z[u, d]``, ``z[v, d] <= x(v, d) - x(u, d) + 1``);
+* symmetry breaking among identical, unpinned devices of one class: device
+  ``k`` may take a group only if device ``k - 1`` already holds an earlier one.
+
+The MILP is warm-started from the DP (solver ``dp``, when registered) and the
+heuristic baselines; the value returned is always the evaluator's figure for
+the placement returned.
+
+>>> from viz_place.samples import sample_graph    # doctest: +SKIP
+>>> from viz_place.testing import random_instance
+>>> inst = random_instance(3)
+>>> p = solve(inst.graph, inst.cluster, pins=inst.pins, options={"backend": "highs", "time_limit": 10})
+>>> p.status
+'optimal'
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import pulp
+
+from ..cost import compile_problem, evaluate_indices
+from ..model import Cluster, OpGraph, Placement, validate_pins
+from ._ilp_common import (allowed_devices, best_warm_start, canonical, finish, interchangeable_sets,
+                          memory_diagnosis, nonconvex_devices)
+from .base import Hooks, SolverOptions, Stopwatch, make_options
+from .milp import BACKENDS, solve_milp
+from .registry import SolverInfo, register
+
+OBJECTIVES = ("max_load", "max_forward_plus_max_backward")
+
+#: Solvers tried, in this order, for the warm start (missing ones are skipped).
+WARM_SOLVERS = ("dp", "pipedream", "topo-fill", "single-device", "greedy-latency", "local-search")
+
+
+@dataclass(frozen=True)
+class IlpOptions(SolverOptions):
+    """Options of ``ilp`` (contiguous by default) and ``ilp-noncontig``.
+
+    >>> IlpOptions(time_limit=5, gap=0.01).contiguous
+    True
+    """
+
+    contiguous: bool = field(default=True, metadata={"help": "each device's forward node set must be convex"})
+    objective: str = field(default="max_load", metadata={
+        "help": "max_load, or max_forward_plus_max_backward (training: max forward load + max backward load)",
+        "choices": OBJECTIVES})
+    time_limit: float = field(default=60.0, metadata={"help": "seconds for the MILP back-end", "min": 0.1,
+                                                      "max": 86400.0})
+    gap: float = field(default=0.0, metadata={"help": "relative MIP gap at which to stop (0 = prove optimality)",
+                                              "min": 0.0, "max": 1.0})
+    backend: str = field(default="cbc", metadata={"help": "MILP back-end: cbc (bundled), highs (highspy), auto",
+                                                  "choices": BACKENDS})
+    warm_start: bool = field(default=True, metadata={"help": "start from the DP / heuristic baselines"})
+    symmetry_breaking: bool = field(default=True, metadata={"help": "order identical devices of a class"})
+
+
+@dataclass(frozen=True)
+class IlpNoncontigOptions(IlpOptions):
+    """Options of ``ilp-noncontig``: as :class:`IlpOptions`, ``contiguous`` off."""
+
+    contiguous: bool = field(default=False, metadata={"help": "each device's forward node set must be convex"})
+
+
+def _objective_name(opts: IlpOptions) -> str:
+    return "throughput" if opts.objective == "max_load" else opts.objective
+
+
+def build_model(prob, allowed, opts: IlpOptions, sym_sets):
+    """The PuLP model; returns ``(lp, x)`` with ``x[(g, d)]`` the assignment variables."""
+    lp = pulp.LpProblem("max_load", pulp.LpMinimize)
+    D = prob.num_devices
+    group = prob.group
+    x = {(g, d): lp.add_variable(f"x_{g}_{d}", cat="Binary") for g, ds in enumerate(allowed) for d in ds}
+    for g, ds in enumerate(allowed):
+        lp += pulp.lpSum(x[g, d] for d in ds) == 1, f"assign_{g}"
+
+    def X(v, d):
+        return x.get((int(group[v]), d))
+
+    fwd_terms: list[dict] = [{} for _ in range(D)]   # variable -> coefficient (duplicates summed)
+    bwd_terms: list[dict] = [{} for _ in range(D)]
+    for v in range(prob.n):
+        for d in allowed[int(group[v])]:
+            t = prob.lat[v, d]
+            if t:
+                terms = (bwd_terms if prob.backward[v] else fwd_terms)[d]
+                var = x[int(group[v]), d]
+                terms[var] = terms.get(var, 0.0) + float(t)
+    # memory (normalised by capacity for good numerics)
+    for d in range(D):
+        cap = prob.capacity[d]
+        if np.isfinite(cap):
+            terms = [(x[g, d], float(prob.size[list(prob.groups[g])].sum()))
+                     for g in range(len(allowed)) if (g, d) in x]
+            terms = [(var, s) for var, s in terms if s > 0]
+            if terms and sum(s for _, s in terms) > cap:
+                scale = cap if cap > 0 else 1.0
+                lp += pulp.LpAffineExpression([(var, s / scale) for var, s in terms]) <= cap / scale, f"mem_{d}"
+    # communication indicators
+    for u in range(prob.n):
+        cost = float(prob.tcost[u])
+        succ_groups = {int(group[v]) for v in prob.data_succs[u]} - {int(group[u])}
+        if cost <= 0 or not succ_groups:
+            continue
+        for d in range(D):
+            pay = cost * float(prob.link[d]) if prob.pays[d] else 0.0
+            if pay <= 0:
+                continue
+            xu = X(u, d)
+            others = [x[h, d] for h in sorted(succ_groups) if (h, d) in x]
+            if xu is None and not others:
+                continue
+            c = lp.add_variable(f"c_{u}_{d}", lowBound=0, upBound=1)
+            for xv in others:
+                if xu is not None:
+                    lp += c >= xu - xv
+                    lp += c >= xv - xu
+                else:
+                    lp += c >= xv
+            if xu is not None and len(others) < len(succ_groups):
+                lp += c >= xu   # some successor cannot be on d at all
+            (bwd_terms if prob.backward[u] else fwd_terms)[d][c] = pay
+    # contiguity (convex forward set per device, CPUs included)
+    if opts.contiguous:
+        fwd_nodes = [v for v in range(prob.n) if not prob.backward[v]]
+        fwd_edges = [(u, v) for v in fwd_nodes for u in prob.preds[v] if not prob.backward[u]]
+        for d in range(D):
+            if not any((int(group[v]), d) in x for v in fwd_nodes):
+                continue
+            z = {v: lp.add_variable(f"z_{v}_{d}", lowBound=0, upBound=1) for v in fwd_nodes}
+            for v in fwd_nodes:
+                xv = X(v, d)
+                if xv is not None:
+                    lp += z[v] >= xv
+            for u, v in fwd_edges:
+                lp += z[v] <= z[u]
+                xu, xv = X(u, d), X(v, d)
+                if xu is not None:
+                    lp += z[v] <= (xv if xv is not None else 0) - xu + 1
+    # symmetry breaking among identical devices
+    for s_i, devs in enumerate(sym_sets):
+        gl = [g for g in range(len(allowed)) if (g, devs[0]) in x]
+        if not gl:
+            continue
+        for k in range(1, len(devs)):
+            prev, cur = devs[k - 1], devs[k]
+            lp += x[gl[0], cur] == 0
+            run = None   # run_t = number of groups among gl[:t+1] on prev
+            for t in range(1, len(gl)):
+                y = lp.add_variable(f"sym_{s_i}_{k}_{t}", lowBound=0)
+                lp += y == (x[gl[t - 1], prev] if run is None else run + x[gl[t - 1], prev])
+                lp += x[gl[t], cur] <= y
+                run = y
+    T = lp.add_variable("T", lowBound=0)
+    if opts.objective == "max_load":
+        for d in range(D):
+            terms = dict(fwd_terms[d])
+            for var, a in bwd_terms[d].items():
+                terms[var] = terms.get(var, 0.0) + a
+            if terms:
+                lp += T >= pulp.LpAffineExpression(terms), f"load_{d}"
+        lp += T
+    else:
+        F = lp.add_variable("F", lowBound=0)
+        B = lp.add_variable("B", lowBound=0)
+        for d in range(D):
+            if fwd_terms[d]:
+                lp += F >= pulp.LpAffineExpression(fwd_terms[d]), f"fload_{d}"
+            if bwd_terms[d]:
+                lp += B >= pulp.LpAffineExpression(bwd_terms[d]), f"bload_{d}"
+        lp += T == F + B
+        lp += T
+    return lp, x
+
+
+def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress=None, cancel=None) -> Placement:
+    """Minimise max-load (or max forward + max backward load) with a MILP.
+
+    Returns a placement with status ``"optimal"``, ``"feasible"`` (message with
+    the gap) or ``"cancelled"`` (the best placement so far); raises
+    :class:`~viz_place.errors.InfeasibleError` (with the reason) when no
+    placement exists and :class:`~viz_place.errors.SolverError` when the time
+    limit ran out before any placement was found (``"no solution in time"``).
+    """
+    watch = Stopwatch()
+    opts = make_options(IlpOptions, options)
+    pins = validate_pins(graph, cluster, pins)
+    hooks = Hooks(progress, cancel)
+    prob = compile_problem(graph, cluster)
+    solver = "ilp" if opts.contiguous else "ilp-noncontig"
+    objective = _objective_name(opts)
+    allowed = allowed_devices(prob, pins)
+    sym_sets = interchangeable_sets(prob, pins) if opts.symmetry_breaking else []
+    fwd_mask = [not b for b in prob.backward.tolist()]
+
+    def convex_ok(dev) -> bool:
+        return not nonconvex_devices(prob, dev, fwd_mask)
+
+    def contiguity_problem(dev):
+        bad = nonconvex_devices(prob, dev, fwd_mask) if opts.contiguous else set()
+        return f"forward set not contiguous on {', '.join(prob.device_names[d] for d in sorted(bad))}" if bad else None
+
+    warm = None
+    if opts.warm_start:
+        hooks.report(0.0, "warm start: DP and heuristic baselines", force=True)
+        warm = best_warm_start(prob, pins, objective, WARM_SOLVERS, accept=convex_ok if opts.contiguous else None,
+                               options={"dp": {"time_limit": max(1.0, opts.time_limit / 4)},
+                                        "local-search": {"seed": 0, "restarts": 2, "time_limit":
+                                                         max(0.5, opts.time_limit / 10)}})
+        if warm is not None:
+            warm = (canonical(prob, warm[0], sym_sets), warm[1])
+            value = evaluate_indices(prob, warm[0]).value(objective)
+            hooks.report(0.0, f"warm start from {warm[1]}: {value:.6g}", incumbent=value, force=True)
+    hooks.report(0.0, "building the integer program", force=True)
+    lp, x = build_model(prob, allowed, opts, sym_sets)
+    start_values = None
+    if warm is not None:
+        start_values = {x[g, d].name: float(int(warm[0][prob.groups[g][0]]) == d) for (g, d) in x}
+    remaining = max(0.1, opts.time_limit - watch.elapsed)
+    res = solve_milp(lp, backend=opts.backend, time_limit=remaining, gap=opts.gap, warm_start=start_values,
+                     hooks=hooks)
+    ilp_dev = None
+    if res.has_solution:
+        ilp_dev = np.empty(prob.n, dtype=np.int64)
+        for g, ds in enumerate(allowed):
+            d = max(ds, key=lambda d: res.values.get(x[g, d].name, 0.0))
+            ilp_dev[list(prob.groups[g])] = d
+    if res.status == "infeasible":
+        from ..errors import InfeasibleError
+        extra = " with contiguous device sets" if opts.contiguous else ""
+        raise InfeasibleError(f"infeasible{extra}: {memory_diagnosis(prob, allowed)}")
+    return finish(prob, solver=solver, objective=objective, options=asdict(opts), pins=pins, res=res,
+                  ilp_dev=ilp_dev, warm=warm, wall=watch.elapsed, extra_ok=contiguity_problem)
+
+
+def solve_noncontig(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress=None,
+                    cancel=None) -> Placement:
+    """:func:`solve` with ``contiguous=False`` by default (an accelerator may hold several pieces)."""
+    opts = make_options(IlpNoncontigOptions, options)
+    return solve(graph, cluster, pins=pins, options=opts, progress=progress, cancel=cancel)
+
+
+register(SolverInfo("ilp", solve, IlpOptions, "throughput",
+                    "integer program, contiguous splits (min max-load; CBC or HiGHS)", exact=True))
+register(SolverInfo("ilp-noncontig", solve_noncontig, IlpNoncontigOptions, "throughput",
+                    "integer program, non-contiguous splits (min max-load; CBC or HiGHS)", exact=True))

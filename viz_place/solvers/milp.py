@@ -1,0 +1,453 @@
+"""A small adapter over MILP back-ends: CBC (bundled with PuLP) and HiGHS (``highspy``).
+
+The integer-program solvers build a ``pulp.LpProblem`` and hand it to
+:func:`solve_milp`, which runs one back-end with a time limit, a relative gap,
+an optional warm start (values of the integer variables), progress reports
+(incumbent and bound as they improve) and a cancel hook that keeps the best
+solution found so far. PuLP objects stay inside the solver modules: the result
+is a plain :class:`MilpResult` (values keyed by variable name).
+
+* **CBC** runs as a child process (the binary PuLP ships). Its log is read line
+  by line for progress; cancel and the wall-clock deadline send ``SIGINT``,
+  which makes CBC stop and still write its best solution (``SIGTERM`` would lose
+  it).
+* **HiGHS** runs in-process through ``highspy``; an interrupt callback stops it
+  when the cancel hook fires, an improving-solution callback reports progress.
+
+>>> import pulp
+>>> lp = pulp.LpProblem("demo", pulp.LpMinimize)
+>>> x = lp.add_variable("x", cat="Binary"); y = lp.add_variable("y", cat="Binary")
+>>> lp += x + 2 * y
+>>> lp += x + y >= 1
+>>> r = solve_milp(lp, backend="cbc", time_limit=10)
+>>> r.status, r.objective, r.values["x"]
+('optimal', 1.0, 1.0)
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import numpy as np
+import pulp
+
+from ..errors import SolverError
+from .base import Hooks
+
+#: Back-end names accepted by :func:`solve_milp` (``"auto"`` = HiGHS if installed, else CBC).
+BACKENDS = ("cbc", "highs", "auto")
+
+#: A solution whose relative gap to the bound is at most this is reported as proven optimal.
+OPTIMALITY_TOL = 1e-6
+
+#: Extra seconds after the time limit before the adapter stops a back-end itself.
+GRACE_SECONDS = 1.0
+
+
+def _cbc_command():
+    """PuLP's bundled-CBC command object (its 3.x deprecation notice silenced: we pin pulp < 4)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return pulp.PULP_CBC_CMD(msg=False)
+
+
+def highs_available() -> bool:
+    """True if ``highspy`` can be imported (the HiGHS back-end is usable)."""
+    try:
+        import highspy  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def available_backends() -> list[str]:
+    """Back-ends usable on this machine, e.g. ``['cbc', 'highs']``."""
+    out = []
+    if _cbc_command().available():
+        out.append("cbc")
+    if highs_available():
+        out.append("highs")
+    return out
+
+
+def resolve_backend(name: str) -> str:
+    """``"auto"`` -> the best installed back-end; raise a clear error for a missing one."""
+    have = available_backends()
+    if name == "auto":
+        if not have:
+            raise SolverError("no MILP back-end available: neither CBC (PuLP) nor HiGHS (highspy) can run here")
+        return "highs" if "highs" in have else have[0]
+    if name not in ("cbc", "highs"):
+        raise SolverError(f"option 'backend': unknown MILP back-end {name!r}; choose one of {list(BACKENDS)}")
+    if name not in have:
+        hint = "pip install highspy" if name == "highs" else "reinstall pulp>=3.3,<4 (it bundles CBC)"
+        raise SolverError(f"option 'backend': back-end {name!r} is not installed here ({hint}); available: {have}")
+    return name
+
+
+@dataclass
+class MilpResult:
+    """What a back-end returned.
+
+    ``status``: ``"optimal"`` (proven, gap <= :data:`OPTIMALITY_TOL`), ``"feasible"``
+    (a solution, not proven optimal), ``"infeasible"`` (proven), ``"no solution"``
+    (stopped before finding one), ``"unbounded"`` or ``"error"``.
+    ``stopped_by``: ``"time limit"``, ``"cancel"``, ``"gap"`` or ``None``.
+    """
+
+    status: str
+    backend: str
+    values: dict[str, float] = field(default_factory=dict)
+    objective: float | None = None
+    bound: float | None = None
+    stopped_by: str | None = None
+    seconds: float = 0.0
+    message: str = ""
+
+    @property
+    def has_solution(self) -> bool:
+        return self.status in ("optimal", "feasible")
+
+    @property
+    def gap(self) -> float | None:
+        """Relative gap between the incumbent and the bound, when both are known."""
+        return relative_gap(self.objective, self.bound)
+
+
+def relative_gap(value: float | None, bound: float | None) -> float | None:
+    """``(value - bound) / |value|`` (0 when both are 0), or ``None`` if unknown."""
+    if value is None or bound is None or not math.isfinite(value) or not math.isfinite(bound):
+        return None
+    if abs(value) < 1e-12:
+        return 0.0 if abs(bound) < 1e-12 else max(0.0, value - bound)
+    return max(0.0, (value - bound) / abs(value))
+
+
+def solve_milp(lp: pulp.LpProblem, *, backend: str = "cbc", time_limit: float | None = None, gap: float = 0.0,
+               warm_start: Mapping[str, float] | None = None, hooks: Hooks | None = None,
+               threads: int = 1) -> MilpResult:
+    """Solve ``lp`` (a minimisation) and return a :class:`MilpResult`.
+
+    ``warm_start`` maps variable names to values (integer variables suffice).
+    ``hooks`` receives progress and is polled for cancel.
+    """
+    hooks = hooks or Hooks()
+    name = resolve_backend(backend)
+    if lp.sense != pulp.LpMinimize:
+        raise SolverError("solve_milp expects a minimisation problem")
+    start = time.perf_counter()
+    if name == "highs":
+        res = _solve_highs(lp, time_limit, gap, warm_start, hooks, threads)
+    else:
+        res = _solve_cbc(lp, time_limit, gap, warm_start, hooks, threads)
+    res.seconds = time.perf_counter() - start
+    if res.has_solution:
+        g = res.gap
+        res.status = "optimal" if (g is not None and g <= OPTIMALITY_TOL) else "feasible"
+    return res
+
+
+# --------------------------------------------------------------------------- CBC
+_RE_SOLUTION = re.compile(r"(?:Integer solution of|MIPStart provided solution with cost) (\S+)")
+_RE_PROGRESS = re.compile(r"best solution (\S+), best possible (\S+)")
+_RE_BOUND = re.compile(r"^Lower bound:\s+(\S+)")
+_RE_OBJ = re.compile(r"^Objective value:\s+(\S+)")
+_RE_CONT_OBJ = re.compile(r"Continuous objective value is (\S+)")
+
+
+def _num(text: str) -> float | None:
+    try:
+        v = float(text)
+    except ValueError:
+        return None
+    return v if math.isfinite(v) and abs(v) < 1e49 else None
+
+
+def _solve_cbc(lp, time_limit, gap, warm_start, hooks: Hooks, threads: int) -> MilpResult:
+    cmd = _cbc_command()
+    with tempfile.TemporaryDirectory(prefix="viz_place_cbc_") as tmp:
+        mps, sol, mst = (os.path.join(tmp, f) for f in ("model.mps", "model.sol", "start.mst"))
+        vs, var_names, con_names, _ = lp.writeMPS(mps, rename=1)
+        args = [cmd.path, mps]
+        if warm_start:
+            with open(mst, "w") as f:
+                f.write("Stopped on time - objective value 0\n")
+                for i, (orig, short) in enumerate(var_names.items()):
+                    if orig in warm_start:
+                        f.write(f"{i:>7} {short} {float(warm_start[orig]):>15} {0:>23}\n")
+            args += ["-mips", mst]
+        if time_limit is not None:
+            args += ["-sec", f"{float(time_limit):.3f}", "-timeMode", "elapsed"]
+        args += ["-ratio", repr(float(gap)), "-allow", "1e-9", "-threads", str(int(threads)),
+                 "-solve", "-printingOptions", "all", "-solution", sol]
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                text=True, bufsize=1)
+        lines: list[str] = []
+        reader = threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True)
+        reader.start()
+        t0 = time.perf_counter()
+        seen = 0
+        incumbent = bound = None
+        stopped_by = None
+        interrupted_at = last_signal = None
+        while proc.poll() is None:
+            time.sleep(0.05)
+            while seen < len(lines):
+                incumbent, bound = _parse_progress(lines[seen], incumbent, bound, hooks, t0, time_limit)
+                seen += 1
+            elapsed = time.perf_counter() - t0
+            if interrupted_at is None:
+                if hooks.cancelled:
+                    stopped_by = "cancel"
+                elif time_limit is not None and elapsed > time_limit + GRACE_SECONDS:
+                    stopped_by = "time limit"
+                if stopped_by:
+                    proc.send_signal(signal.SIGINT)
+                    interrupted_at = last_signal = elapsed
+            elif elapsed - interrupted_at > 15.0:
+                proc.kill()        # last resort (the best solution is lost; the caller keeps its warm start)
+            elif elapsed - last_signal > 1.0:
+                # CBC ignores a SIGINT that arrives before it installs its handler: repeat it
+                proc.send_signal(signal.SIGINT)
+                last_signal = elapsed
+        reader.join(timeout=2.0)
+        while seen < len(lines):
+            incumbent, bound = _parse_progress(lines[seen], incumbent, bound, hooks, t0, time_limit)
+            seen += 1
+        log = "".join(lines)
+        result_line = next((ln for ln in reversed(lines) if ln.startswith("Result - ")), "")
+        if stopped_by is None:
+            if "time limit" in result_line.lower() or "Stopped on time" in result_line:
+                stopped_by = "time limit"
+            elif "ctrl-c" in result_line.lower():
+                stopped_by = "cancel"
+        final_obj = final_bound = None
+        for ln in lines:
+            m = _RE_BOUND.match(ln)
+            if m:
+                final_bound = _num(m.group(1))
+            m = _RE_OBJ.match(ln)
+            if m:
+                final_obj = _num(m.group(1))
+        if not os.path.exists(sol):
+            if "infeasible" in result_line.lower():
+                return MilpResult("infeasible", "cbc", message=result_line.strip())
+            return MilpResult("no solution" if stopped_by else "error", "cbc", stopped_by=stopped_by,
+                              bound=bound, message=(result_line or log[-500:]).strip())
+        status, values, _, _, _, sol_status = cmd.readsol_MPS(sol, lp, vs, var_names, con_names)
+    if status == pulp.LpStatusInfeasible and sol_status != pulp.LpSolutionIntegerFeasible:
+        return MilpResult("infeasible", "cbc", message=result_line.strip() or "CBC: problem is infeasible")
+    if status == pulp.LpStatusUnbounded:
+        return MilpResult("unbounded", "cbc", message=result_line.strip())
+    has = sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible) or (
+        status == pulp.LpStatusOptimal)
+    if not has:
+        return MilpResult("no solution", "cbc", stopped_by=stopped_by, bound=bound,
+                          message=result_line.strip() or "CBC stopped without a solution")
+    objective = _objective_of(lp, values)
+    proven = status == pulp.LpStatusOptimal and sol_status == pulp.LpSolutionOptimal and stopped_by is None
+    if proven and "gap" not in result_line.lower():
+        best_bound = objective
+    else:
+        best_bound = final_bound if final_bound is not None else bound
+        if best_bound is None and proven:
+            best_bound = objective
+        if stopped_by is None and proven:
+            stopped_by = "gap"
+    return MilpResult("feasible", "cbc", values=values, objective=objective, bound=best_bound,
+                      stopped_by=stopped_by, message=result_line.strip())
+
+
+def _pump(stream, lines: list[str]) -> None:
+    for ln in iter(stream.readline, ""):
+        lines.append(ln)
+    stream.close()
+
+
+def _parse_progress(line: str, incumbent, bound, hooks: Hooks, t0: float, time_limit):
+    changed = False
+    m = _RE_SOLUTION.search(line)
+    if m:
+        v = _num(m.group(1))
+        if v is not None and (incumbent is None or v < incumbent):
+            incumbent, changed = v, True
+    m = _RE_PROGRESS.search(line)
+    if m:
+        b = _num(m.group(2))
+        if b is not None and (bound is None or b > bound):
+            bound, changed = b, True
+    m = _RE_CONT_OBJ.search(line)
+    if m and bound is None:
+        bound = _num(m.group(1))
+        changed = bound is not None
+    if changed:
+        _report(hooks, t0, time_limit, incumbent, bound, force=m is not None and incumbent is not None)
+    return incumbent, bound
+
+
+def _report(hooks: Hooks, t0: float, time_limit, incumbent, bound, force: bool = False) -> None:
+    elapsed = time.perf_counter() - t0
+    frac = min(1.0, elapsed / time_limit) if time_limit else None
+    msg = "MILP: " + (f"best {incumbent:.6g}" if incumbent is not None else "no solution yet") + \
+          (f", bound {bound:.6g}" if bound is not None else "")
+    hooks.report(frac, msg, incumbent=incumbent, bound=bound, force=force)
+
+
+def _objective_of(lp, values: Mapping[str, float]) -> float:
+    obj = lp.objective
+    return float(sum(c * values.get(v.name, 0.0) for v, c in obj.items()) + (obj.constant or 0.0))
+
+
+# --------------------------------------------------------------------------- HiGHS
+def _highs_model(lp):
+    import highspy
+    variables = lp.variables()
+    col = {v.name: i for i, v in enumerate(variables)}
+    n = len(variables)
+    inf = highspy.kHighsInf
+    cost = np.zeros(n)
+    for v, c in lp.objective.items():
+        cost[col[v.name]] += c
+    lower = np.array([-inf if v.lowBound is None else v.lowBound for v in variables], dtype=float)
+    upper = np.array([inf if v.upBound is None else v.upBound for v in variables], dtype=float)
+    rows_i, cols_i, vals = [], [], []
+    rlo, rup = [], []
+    for r, c in enumerate(lp.constraints()):
+        for v, a in c.items():
+            if a:
+                rows_i.append(r)
+                cols_i.append(col[v.name])
+                vals.append(a)
+        rhs = -c.constant
+        if c.sense == pulp.LpConstraintLE:
+            rlo.append(-inf)
+            rup.append(rhs)
+        elif c.sense == pulp.LpConstraintGE:
+            rlo.append(rhs)
+            rup.append(inf)
+        else:
+            rlo.append(rhs)
+            rup.append(rhs)
+    model = highspy.HighsLp()
+    model.num_col_ = n
+    model.num_row_ = len(rlo)
+    model.col_cost_ = cost
+    model.col_lower_ = lower
+    model.col_upper_ = upper
+    model.row_lower_ = np.array(rlo, dtype=float)
+    model.row_upper_ = np.array(rup, dtype=float)
+    model.offset_ = float(lp.objective.constant or 0.0)
+    rows_a = np.array(rows_i, dtype=np.int64)
+    cols_a = np.array(cols_i, dtype=np.int64)
+    vals_a = np.array(vals, dtype=float)
+    order = np.lexsort((rows_a, cols_a))
+    starts = np.zeros(n + 1, dtype=np.int64)
+    np.add.at(starts, cols_a + 1, 1)
+    model.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    model.a_matrix_.num_col_ = n
+    model.a_matrix_.num_row_ = len(rlo)
+    model.a_matrix_.start_ = np.cumsum(starts).astype(np.int32)
+    model.a_matrix_.index_ = rows_a[order].astype(np.int32)
+    model.a_matrix_.value_ = vals_a[order]
+    model.integrality_ = [highspy.HighsVarType.kInteger if v.cat == pulp.LpInteger else highspy.HighsVarType.kContinuous
+                          for v in variables]
+    return model, variables, col
+
+
+def _new_highs():
+    """A ``highspy.Highs`` without its start-up banner on stdout (it would corrupt ``--json`` output)."""
+    import sys
+
+    import highspy
+    try:
+        sys.stdout.flush()
+        saved = os.dup(1)
+    except (OSError, ValueError):   # no real stdout (embedded): nothing to protect
+        return highspy.Highs()
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+            return highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _solve_highs(lp, time_limit, gap, warm_start, hooks: Hooks, threads: int) -> MilpResult:
+    import highspy
+    model, variables, col = _highs_model(lp)
+    h = _new_highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("mip_rel_gap", float(gap))
+    h.setOptionValue("mip_abs_gap", 1e-9)
+    h.setOptionValue("random_seed", 0)
+    if time_limit is not None:
+        h.setOptionValue("time_limit", float(time_limit))
+    h.passModel(model)
+    if warm_start:
+        idx = [col[k] for k in warm_start if k in col]
+        val = [float(warm_start[k]) for k in warm_start if k in col]
+        if idx:
+            h.setSolution(len(idx), np.array(idx, dtype=np.int32), np.array(val, dtype=float))
+    state = {"stopped_by": None, "incumbent": None, "bound": None}
+    t0 = time.perf_counter()
+
+    def on_interrupt(e) -> None:
+        if state["stopped_by"] is None and hooks.cancelled:
+            state["stopped_by"] = "cancel"
+        if state["stopped_by"] is None and time_limit is not None and \
+                time.perf_counter() - t0 > time_limit + GRACE_SECONDS:
+            state["stopped_by"] = "time limit"
+        if state["stopped_by"]:
+            e.interrupt()
+        b = _num(str(e.data_out.mip_dual_bound))
+        if b is not None and (state["bound"] is None or b > state["bound"] + 1e-12):
+            state["bound"] = b
+            _report(hooks, t0, time_limit, state["incumbent"], b)
+
+    def on_improving(e) -> None:
+        v = _num(str(e.data_out.objective_function_value))
+        if v is not None:
+            state["incumbent"] = v
+            _report(hooks, t0, time_limit, v, state["bound"], force=True)
+
+    h.cbMipInterrupt.subscribe(on_interrupt)
+    h.cbMipImprovingSolution.subscribe(on_improving)
+    h.run()
+    status = h.getModelStatus()
+    info = h.getInfo()
+    MS = highspy.HighsModelStatus
+    stopped_by = state["stopped_by"]
+    if status == MS.kTimeLimit and stopped_by is None:
+        stopped_by = "time limit"
+    if status == MS.kInterrupt and stopped_by is None:
+        stopped_by = "cancel"
+    if status == MS.kInfeasible:
+        return MilpResult("infeasible", "highs", message="HiGHS: problem is infeasible")
+    if status in (MS.kUnbounded, MS.kUnboundedOrInfeasible):
+        return MilpResult("infeasible" if status == MS.kUnboundedOrInfeasible else "unbounded", "highs",
+                          message=f"HiGHS: {h.modelStatusToString(status)}")
+    has = info.primal_solution_status == 2
+    bound = _num(str(info.mip_dual_bound))
+    if not has:
+        return MilpResult("no solution" if stopped_by else "error", "highs", stopped_by=stopped_by, bound=bound,
+                          message=f"HiGHS: {h.modelStatusToString(status)}")
+    sol = list(h.getSolution().col_value)
+    values = {v.name: float(sol[i]) for i, v in enumerate(variables)}
+    objective = float(info.objective_function_value)
+    if status == MS.kOptimal and stopped_by is None:
+        if relative_gap(objective, bound) not in (None, 0.0) and (relative_gap(objective, bound) or 0) > OPTIMALITY_TOL:
+            stopped_by = "gap"
+        if bound is None:
+            bound = objective
+    return MilpResult("feasible", "highs", values=values, objective=objective, bound=bound,
+                      stopped_by=stopped_by, message=f"HiGHS: {h.modelStatusToString(status)}")
