@@ -320,17 +320,19 @@ def _check_specs(specs_by_kind: Mapping[str, RooflineSpec]) -> None:
             raise DeviceError(f"roofline figures of kind {kind!r} must be a RooflineSpec, got {type(spec).__name__}")
 
 
-def devices_from_dict(data: Mapping[str, Any]) -> tuple[dict[str, RooflineSpec], Cluster]:
-    """Roofline figures and a cluster from a devices JSON object.
+def devices_from_dict(data: Mapping[str, Any]) -> tuple[dict[str, RooflineSpec], Cluster | None]:
+    """Roofline figures and the user's classes from a devices JSON object.
 
     ``{"classes": [...], "roofline": {kind: {"preset": NAME, <overrides>} | {<figures>} | NAME}}``:
-    ``classes`` as in :meth:`Cluster.from_dict` (optional: without it, one class
-    per ``roofline`` kind); a class kind with no ``roofline`` entry uses the
-    preset of that name (``cpu``, ``gpu``, ``npu`` or a preset such as ``v100``).
+    ``classes`` as in :meth:`Cluster.from_dict` (optional: without them the
+    cluster is ``None`` and importers make one class per ``roofline`` kind); a
+    class kind with no ``roofline`` entry uses the preset of that name (``cpu``,
+    ``gpu``, ``npu`` or a preset such as ``v100``). Pass both to the importers,
+    which complete the classes with :func:`roofline_cluster`.
 
-    >>> specs, c = devices_from_dict({"classes": [{"name": "host", "kind": "cpu", "pays_communication": False},
-    ...                                           {"name": "edge", "kind": "npu", "count": 2}]})
-    >>> [(k.name, k.memory, k.link_factor) for k in c.classes]
+    >>> specs, base = devices_from_dict({"classes": [{"name": "host", "kind": "cpu", "pays_communication": False},
+    ...                                              {"name": "edge", "kind": "npu", "count": 2}]})
+    >>> [(k.name, k.memory, k.link_factor) for k in roofline_cluster(specs, base=base).classes]
     [('host', None, 1.0), ('edge', 8000000.0, 1.0)]
     """
     if not isinstance(data, Mapping):
@@ -338,9 +340,7 @@ def devices_from_dict(data: Mapping[str, Any]) -> tuple[dict[str, RooflineSpec],
     roof = data.get("roofline", {})
     if "classes" in data or "maxFPGAs" in data:
         base = Cluster.from_dict(data)
-        specs = specs_from_dict(roof, base.kinds)
-        return specs, roofline_cluster(specs, base=base)
+        return specs_from_dict(roof, base.kinds), base
     if not roof:
         raise DeviceError("devices: expected field 'classes' and/or 'roofline' (kind -> figures or preset)")
-    specs = specs_from_dict(roof)
-    return specs, roofline_cluster(specs)
+    return specs_from_dict(roof), None

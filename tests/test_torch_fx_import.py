@@ -1,0 +1,119 @@
+"""torch.fx import: the same graph and FLOPs as torch.onnx.export + the ONNX importer."""
+from __future__ import annotations
+
+import doctest
+import io
+import warnings
+
+import networkx as nx
+import pytest
+
+torch = pytest.importorskip("torch")
+onnx = pytest.importorskip("onnx")
+
+from viz_place.errors import InputFormatError  # noqa: E402
+from viz_place.io.onnx import read_onnx  # noqa: E402
+from viz_place.io.torch_fx import read_torch  # noqa: E402
+
+
+class Block(torch.nn.Module):
+    def __init__(self, c: int) -> None:
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.bn1 = torch.nn.BatchNorm2d(c)
+        self.c2 = torch.nn.Conv2d(c, c, 3, padding=1)
+
+    def forward(self, x):
+        return torch.relu(x + self.c2(torch.relu(self.bn1(self.c1(x)))))
+
+
+class ResNetLet(torch.nn.Module):
+    """A small residual network: stem, two residual blocks, pooling, classifier."""
+
+    def __init__(self, c: int = 8) -> None:
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, c, 3, stride=2, padding=1)
+        self.pool0 = torch.nn.MaxPool2d(2)
+        self.b1, self.b2 = Block(c), Block(c)
+        self.head = torch.nn.AdaptiveAvgPool2d(1)
+        self.fc = torch.nn.Linear(c, 10)
+
+    def forward(self, x):
+        x = self.b2(self.b1(self.pool0(torch.relu(self.stem(x)))))
+        return torch.softmax(self.fc(torch.flatten(self.head(x), 1)), dim=1)
+
+
+def _via_onnx(module, x):
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        # TRAINING keeps BatchNormalization as an op (eval-mode export fuses it into the Conv).
+        torch.onnx.export(module, (x,), buf, dynamo=False, training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False)
+    return read_onnx(onnx.load_from_string(buf.getvalue()))
+
+
+def test_docstring_example_runs():
+    import viz_place.io.torch_fx as mod
+    result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0
+
+
+def test_same_graph_and_flops_as_onnx_export():
+    torch.manual_seed(0)
+    m, x = ResNetLet(), torch.randn(2, 3, 32, 32)
+    g_fx, g_onnx = read_torch(m, (x,)), _via_onnx(m, x)
+    assert g_fx.num_nodes == g_onnx.num_nodes and g_fx.num_edges == g_onnx.num_edges
+    same_op = lambda a, b: a["op_type"] == b["op_type"]  # noqa: E731
+    assert nx.is_isomorphic(g_fx.nx, g_onnx.nx, node_match=same_op)
+    assert sorted(n.op_type for n in g_fx.nodes()) == sorted(n.op_type for n in g_onnx.nodes())
+    assert g_fx.total_flops == pytest.approx(g_onnx.total_flops, rel=0.01)
+    # conv FLOPs by hand: 2 * out elements * (C_in * 3 * 3)
+    stem = g_fx.node("stem")
+    assert stem.flops == 2 * (2 * 8 * 16 * 16) * 27 + 2 * 8 * 16 * 16
+    assert sum(n.size for n in g_fx.nodes()) == pytest.approx(sum(n.size for n in g_onnx.nodes()), rel=0.01)
+    assert sorted(g_fx.nx.edges[e]["bytes"] for e in g_fx.edges) == \
+        sorted(g_onnx.nx.edges[e]["bytes"] for e in g_onnx.edges)
+    assert not g_fx.notes and not g_onnx.notes
+
+
+def test_training_variant_and_latencies():
+    m, x = ResNetLet(), torch.randn(1, 3, 32, 32)
+    g = read_torch(m, (x,), training=True)
+    fwd = [n for n in g.nodes() if not n.backward]
+    assert g.num_nodes == 2 * len(fwd)
+    for n in fwd:
+        assert set(n.latency) == {"cpu", "gpu"}
+        assert g.node(f"{n.id}__grad").flops == 2 * n.flops
+
+
+class Weird(torch.nn.Module):
+    def forward(self, x):
+        return torch.cumsum(x, dim=1) + x.size(0)
+
+
+def test_unknown_call_is_estimated_and_shape_reads_fold():
+    g = read_torch(Weird(), (torch.randn(2, 5),))
+    types = {n.op_type for n in g.nodes()}
+    assert types == {"cumsum", "Add"}  # x.size(0) is folded as a constant
+    (est,) = [n for n in g.nodes() if n.op_type == "cumsum"]
+    assert est.flops == 10
+    assert any("'cumsum'" in note and "estimated" in note for note in g.notes)
+
+
+class Broken(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+def test_errors_are_clear():
+    with pytest.raises(InputFormatError, match="running it on the example inputs failed"):
+        read_torch(Broken(), (torch.randn(2, 5),))
+    with pytest.raises(InputFormatError, match="torch.nn.Module"):
+        read_torch(object(), (torch.randn(2, 5),))
+    with pytest.raises(InputFormatError, match="example_inputs"):
+        read_torch(Broken(), ())
