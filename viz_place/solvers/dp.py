@@ -10,10 +10,12 @@ Tarnawski et al. (NeurIPS 2020), generalised to any number of device classes
 3. :mod:`~viz_place.solvers.dp_core` runs the recursion over (ideal, devices
    used per class). A pinned device instance is its own class of count 1; a
    set holding a node pinned elsewhere is never put on a device.
-4. Thresholds: a quick pass over the prefixes of one topological order gives
-   an upper bound ``UB``; passes with a growing threshold ``T`` (from a lower
-   bound up to ``UB``) skip every set costing more than ``T``. The first pass
-   that finds a chain has found the optimum.
+4. Thresholds: a quick pass over the prefixes of a few topological orders
+   gives a placement and an upper bound ``UB``; the exact pass then skips every
+   set costing more than ``UB`` and every state whose devices cannot hold the
+   rest of the graph within ``UB``. Without an upper bound (no prefix split
+   fits), passes run with a growing threshold from a lower bound; the first
+   pass that finds a chain has found the optimum.
 
 The claimed value is ``evaluate(...)``'s max-load of the returned placement.
 
@@ -38,7 +40,7 @@ from ..errors import Cancelled, InfeasibleError, SolverError
 from ..model import Cluster, OpGraph, Placement, validate_pins
 from . import dp_core
 from .base import Hooks, SolverOptions, Stopwatch, make_options
-from .ideals import TooManyIdeals, enumerate_ideals
+from .ideals import TooManyIdeals, enumerate_ideals, prefix_family, topological_orders
 from .preprocess import Contracted, contract
 from .registry import SolverInfo, register
 
@@ -55,8 +57,11 @@ class DPOptions(SolverOptions):
         "help": "coarsen: only split along one topological order (fast, not exact for the full problem)"})
     merge_zero_cost: bool = field(default=True, metadata={
         "help": "merge zero-cost leaf nodes into their only neighbour (keeps the optimum)"})
+    heuristic_orders: int = field(default=6, metadata={
+        "help": "topological orders whose prefixes give the first (upper-bound) placement", "min": 1, "max": 1000})
     growth: float = field(default=1.25, metadata={
-        "help": "factor by which the pruning threshold grows between passes", "min": 1.01, "max": 100.0})
+        "help": "factor by which the pruning threshold grows between passes when no upper bound is known",
+        "min": 1.01, "max": 100.0})
 
 
 @dataclass
@@ -188,10 +193,10 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
     pin_of = _check_pins(graph, ct, prob, pins)
     lat, size, forbid = _supernode_tables(graph, prob, ct, classes, pin_of)
     hyper = _hyperedges(prob, ct)
-    common = dict(lat=lat, size=size, forbid=forbid, hyperedges=hyper, counts=[cl.count for cl in classes],
+    common = dict(succs=ct.succ_lists, lat=lat, size=size, forbid=forbid, hyperedges=hyper, counts=[cl.count for cl in classes],
                   pays=[cl.pays for cl in classes], link=[cl.link for cl in classes], cap=[cl.cap for cl in classes])
-    from .ideals import prefix_ideals
-    line = dp_core.Tables.build(prefix_ideals(ct.num), **common)
+    orders = topological_orders(ct.num, ct.succ_lists, opts.heuristic_orders, seed=0)
+    line = dp_core.Tables.build(prefix_family(ct.num, orders), **common)
     ub = dp_core.run(line, math.inf)
     stats.upper_bound = ub.value
     incumbent = _placement_from_chain(prob, ct, line, classes, ub.chain) if ub.chain else None
@@ -256,11 +261,12 @@ def _lower_bound(lat: np.ndarray, classes: list[_Class]) -> float:
 
 
 def _threshold_passes(tables, lat, classes, ub: float, opts: DPOptions, stats: DPStats, hooks: Hooks):
-    T = _lower_bound(lat, classes)
     finite = np.where(np.isinf(lat), 0.0, lat)
     t_max = float(finite.max(1).sum()) + 2.0 * float(tables.htc.sum()) * max([cl.link for cl in classes] + [0.0])
+    # with an upper bound one pass at T = UB is exact; else grow T from a lower bound
+    T = ub if math.isfinite(ub) else _lower_bound(lat, classes)
     if T <= 0:
-        T = ub if math.isfinite(ub) else math.inf
+        T = math.inf
     while True:
         if math.isfinite(ub) and T >= ub:
             T = ub

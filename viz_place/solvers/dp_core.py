@@ -13,16 +13,21 @@ and forbidden counts are differences of prefix sums; communication is
 runs over *hyperedges* (a source node with the supernodes of its consumers)
 and ``w(X)`` is the transfer cost of the hyperedges an ideal ``X`` cuts.
 
-A run takes a threshold ``T``: pairs whose cost exceeds ``T`` are skipped, and
-candidate ``J`` for an ideal ``I`` come from a window of ideals sorted by a
-class-free compute lower bound, then a vectorised bitset subset test. A finite
-result ``≤ T`` is the exact optimum; ``inf`` means the optimum exceeds ``T``.
+A run takes a threshold ``T``: pairs whose cost exceeds ``T`` are skipped. With
+``lower`` a class-free compute lower bound and ``rho_c`` the largest ratio of
+``lower`` to class-``c`` compute over nodes, a device of class ``c`` holds at
+most ``rho_c·T`` of ``lower``; so a state (ideal, devices used) is *alive* only
+if the used devices can hold the ideal and the unused ones the rest, and the
+candidates ``J`` for ``I`` lie in a window of ideals sorted by ``lower``. The
+subset test ``J ⊆ I`` runs on per-chain counts (a chain decomposition of the
+DAG) packed into uint64 lanes: one subtraction per word. A finite result
+``≤ T`` is the exact optimum; ``inf`` means the optimum exceeds ``T``.
 
 >>> import numpy as np
 >>> from viz_place.solvers.ideals import enumerate_ideals
 >>> ids = enumerate_ideals(2, [0, 1], [[1], []])
->>> t = Tables.build(ids, lat=np.array([[1.0], [2.0]]), size=np.zeros(2), forbid=np.zeros((2, 1), bool),
-...                  hyperedges=[], counts=[2], pays=[False], link=[1.0], cap=[np.inf])
+>>> t = Tables.build(ids, succs=[[1], []], lat=np.array([[1.0], [2.0]]), size=np.zeros(2),
+...                  forbid=np.zeros((2, 1), bool), hyperedges=[], counts=[2], pays=[False], link=[1.0], cap=[np.inf])
 >>> run(t, np.inf).value
 2.0
 """
@@ -35,7 +40,7 @@ from typing import Callable
 
 import numpy as np
 
-from .ideals import Ideals, words_for
+from .ideals import Ideals, Lanes, chain_decomposition, words_for
 
 _REL = 1e-9
 
@@ -52,6 +57,11 @@ class Tables:
     lower: np.ndarray       # (N,) class-free compute lower bound
     order: np.ndarray       # ideals sorted by ``lower``
     lower_sorted: np.ndarray
+    rho: np.ndarray         # (k,) max over nodes of lower / class compute
+    pk: np.ndarray          # (N, P) packed per-chain counts of each ideal
+    dk: np.ndarray          # (N, P) same for the down-closure of the hyperedges each ideal cuts
+    guard: np.ndarray       # (P,)
+    pk_sorted: np.ndarray   # (P, N) ``pk`` in ``order``, one contiguous row per word (window scans)
     hmask: np.ndarray       # (H, W) supernode bitset of each hyperedge
     htc: np.ndarray         # (H,) transfer cost of each hyperedge
     cut: np.ndarray         # (N, WH) bitset of hyperedges each ideal cuts
@@ -60,24 +70,30 @@ class Tables:
     pays: np.ndarray
     link: np.ndarray
     cap: np.ndarray
+    need_unsup: np.ndarray  # (k,) bool: some node is unsupported on class c
+    need_forbid: np.ndarray
+    need_size: np.ndarray   # (k,) bool: the whole graph does not fit class c
 
     @classmethod
-    def build(cls, ideals: Ideals, *, lat: np.ndarray, size: np.ndarray, forbid: np.ndarray,
-              hyperedges: list[tuple[int, float]], counts, pays, link, cap) -> "Tables":
+    def build(cls, ideals: Ideals, *, succs: list[list[int]], lat: np.ndarray, size: np.ndarray,
+              forbid: np.ndarray, hyperedges: list[tuple[int, float]], counts, pays, link, cap) -> "Tables":
         """``lat`` (K, k) supernode latency per class (``inf`` = unsupported); ``forbid`` (K, k) bool;
-        ``hyperedges`` as (bitmask over supernodes, transfer cost)."""
+        ``hyperedges`` as (bitmask over supernodes, transfer cost); ``succs`` the DAG (topological numbering)."""
         lat = np.asarray(lat, dtype=float)
         K, k = lat.shape
         unsupported = np.isinf(lat)
         finite = np.where(unsupported, 0.0, lat)
+        low_node = np.where(unsupported.all(1), 0.0, np.min(np.where(unsupported, np.inf, lat), 1))
         feats = np.concatenate([finite, unsupported.astype(float), np.asarray(forbid, dtype=float),
-                                np.asarray(size, dtype=float)[:, None],
-                                np.where(unsupported.all(1), 0.0, np.min(np.where(unsupported, np.inf, lat), 1))[:, None]],
-                               axis=1)
+                                np.asarray(size, dtype=float)[:, None], low_node[:, None]], axis=1)
         pre = ideals.prefix_sums(feats)
         comp, unsup, forb = pre[:, :k], np.rint(pre[:, k:2 * k]), np.rint(pre[:, 2 * k:3 * k])
         size_p, lower = pre[:, 3 * k], pre[:, 3 * k + 1]
         order = np.argsort(lower, kind="stable")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(unsupported | (finite <= 0), 0.0, low_node[:, None] / np.where(finite > 0, finite, 1.0))
+        rho = np.minimum(1.0, ratio.max(0, initial=0.0))
+        rho = np.where(rho > 0, rho * (1 + 1e-12), 1.0)
         W = words_for(K)
         H = len(hyperedges)
         hmask = np.zeros((H, W), dtype=np.uint64)
@@ -90,31 +106,79 @@ class Tables:
         cut = np.zeros((N, WH), dtype=np.uint64)
         wcut = np.zeros(N)
         bits = ideals.bits
-        for h in range(H):
+        # down-closure of every hyperedge, to bound which ideals a cut hyperedge reaches
+        anc = [0] * K
+        preds: list[list[int]] = [[] for _ in range(K)]
+        for v in range(K):
+            for w in succs[v]:
+                preds[w].append(v)
+        for v in range(K):
+            a = 1 << v
+            for p in preds[v]:
+                a |= anc[p]
+            anc[v] = a
+        closure = bits.copy()
+        for h, (mask, _) in enumerate(hyperedges):
             inside = (bits & hmask[h]).any(1)
             outside = (~bits & hmask[h]).any(1)
             c = inside & outside
+            if not c.any():
+                continue
             cut[c, h // 64] |= np.uint64(1) << np.uint64(h % 64)
             wcut[c] += htc[h]
+            down, m = 0, mask
+            while m:
+                low = m & -m
+                m ^= low
+                down |= anc[low.bit_length() - 1]
+            closure[c] |= np.frombuffer(down.to_bytes(8 * W, "little"), dtype="<u8")
+        chains = chain_decomposition(K, succs)
+        lanes = Lanes.for_chains(chains, K)
+        chain_masks = np.zeros((len(chains), W), dtype=np.uint64)
+        for ci, ch in enumerate(chains):
+            m = 0
+            for v in ch:
+                m |= 1 << v
+            chain_masks[ci] = np.frombuffer(m.to_bytes(8 * W, "little"), dtype="<u8")
+        pk = ideals.prefix_sums(lanes.node_weights())
+        dk = lanes.pack(closure, chain_masks)
+        size_arr = np.asarray(size, dtype=float)
+        cap = np.asarray(cap, dtype=float)
         return cls(ideals=ideals, comp=comp, unsup=unsup, forbid=forb, size=size_p, lower=lower, order=order,
-                   lower_sorted=lower[order], hmask=hmask, htc=htc, cut=cut, wcut=wcut, counts=tuple(counts),
-                   pays=np.asarray(pays, dtype=bool), link=np.asarray(link, dtype=float),
-                   cap=np.asarray(cap, dtype=float))
+                   lower_sorted=lower[order], rho=rho, pk=pk, dk=dk, guard=lanes.guard,
+                   pk_sorted=np.ascontiguousarray(pk[order].T), hmask=hmask, htc=htc,
+                   cut=cut, wcut=wcut, counts=tuple(counts), pays=np.asarray(pays, dtype=bool),
+                   link=np.asarray(link, dtype=float), cap=cap,
+                   need_unsup=unsupported.any(0), need_forbid=np.asarray(forbid, dtype=bool).any(0),
+                   need_size=np.array([float(size_arr.sum()) > cc for cc in cap], dtype=bool))
+
+    def subsets(self, i: int, J: np.ndarray, packed: np.ndarray | None = None) -> np.ndarray:
+        """Mask over ``J``: ``packed[J]`` (default: the ideals) ⊆ ideal ``i``."""
+        packed = self.pk if packed is None else packed
+        g = self.guard
+        top = self.pk[i] | g
+        if g.size == 1:
+            return ((top[0] - packed[J, 0]) & g[0]) == g[0]
+        return (((top - packed[J]) & g) == g).all(1)
 
     def comm(self, i: int, J: np.ndarray) -> np.ndarray:
         """Transfer cost paid by a device holding ``I_i \\ I_j`` for each ``j`` in ``J`` (before link factors)."""
         out = self.wcut[i] + self.wcut[J]
         if self.htc.size == 0 or J.size == 0:
             return out
+        rows = np.flatnonzero(~self.subsets(i, J, self.dk))   # only these can share a cut hyperedge with I
+        if rows.size == 0:
+            return out
         ci = self.cut[i]
-        common = self.cut[J] & ci
-        rows = np.flatnonzero(common.any(1))
+        common = self.cut[J[rows]] & ci
+        keep = common.any(1)
+        rows, common = rows[keep], common[keep]
         if rows.size == 0:
             return out
         hs = np.flatnonzero(np.unpackbits(ci.view(np.uint8), bitorder="little"))
         hs = hs[hs < self.htc.size]
         words, shifts = hs // 64, (hs % 64).astype(np.uint64)
-        has = ((common[rows][:, words] >> shifts) & np.uint64(1)).astype(bool)        # (r, L)
+        has = ((common[:, words] >> shifts) & np.uint64(1)).astype(bool)              # (r, L)
         hI = self.hmask[hs] & self.ideals.bits[i]                                       # (L, W)
         Jb = self.ideals.bits[J[rows]]                                                  # (r, W)
         hit = (hI[None, :, :] & ~Jb[:, None, :]).any(2)                                 # (r, L)
@@ -130,12 +194,13 @@ class RunResult:
     complete: bool = True
 
 
-def _states(counts: tuple[int, ...]) -> tuple[int, np.ndarray]:
-    """Number of usage vectors and the mixed-radix stride of each class."""
+def _states(counts: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Usage vectors (S, k) in mixed-radix order and the stride of each class."""
     strides = np.ones(len(counts), dtype=np.int64)
     for c in range(1, len(counts)):
         strides[c] = strides[c - 1] * (counts[c - 1] + 1)
-    return int(np.prod([x + 1 for x in counts])), strides
+    us = np.array(list(itertools.product(*[range(x + 1) for x in reversed(counts)])), dtype=np.int64)[:, ::-1]
+    return us, strides
 
 
 def run(t: Tables, threshold: float, *, check: Callable[[float], None] | None = None) -> RunResult:
@@ -143,72 +208,112 @@ def run(t: Tables, threshold: float, *, check: Callable[[float], None] | None = 
     ids = t.ideals
     N = ids.count
     k = len(t.counts)
-    S, strides = _states(t.counts)
-    us = np.array(list(itertools.product(*[range(x + 1) for x in reversed(t.counts)])))[:, ::-1]
-    state_index = us @ strides
+    us, strides = _states(t.counts)
+    S = us.shape[0]
     tgt, prev = [], []
     for c in range(k):
-        sel = state_index[us[:, c] > 0]
-        tgt.append(np.sort(sel))
-        prev.append(np.sort(sel) - strides[c])
+        sel = np.flatnonzero(us[:, c] > 0)       # state index == mixed-radix value, so sel is sorted
+        tgt.append(sel)
+        prev.append(sel - strides[c])
     best = np.full((N, S), np.inf)
     best[0] = 0.0
     chJ = np.full((N, S), -1, dtype=np.int32)
     chC = np.full((N, S), -1, dtype=np.int8)
-    bits = ids.bits
-    top = float(t.lower[-1]) if N else 0.0
-    tol = _REL * max(1.0, top, float(np.max(t.comp[-1])) if N else 0.0)
-    T = threshold * (1 + _REL) + tol if math.isfinite(threshold) else np.inf
+    scale = max(1.0, float(t.lower[-1]), float(np.max(t.comp[-1])) if N else 0.0)
+    tol = _REL * scale
+    bounded = math.isfinite(threshold)
+    T = threshold * (1 + _REL) + tol if bounded else np.inf
+    lower, lower_sorted, order = t.lower, t.lower_sorted, t.order
+    low_v = float(lower[-1])
+    counts = np.array(t.counts, dtype=np.int64)
+    if bounded:
+        cap_used = us @ (t.rho * T) + tol                  # lower-mass the used devices can hold
+        cap_left = (counts - us) @ (t.rho * T) + tol       # ... and the unused ones
     pays_any = bool(t.pays.any())
+    pks, guard, P = t.pk_sorted, t.guard, t.guard.size
+    active = [c for c in range(k) if t.counts[c] > 0]
     pairs = 0
     for i in range(1, N):
         if check is not None and i % 512 == 0:
             check(i / N)
-        lo = np.searchsorted(t.lower_sorted, t.lower[i] - T, "left") if math.isfinite(T) else 0
-        hi = np.searchsorted(t.lower_sorted, t.lower[i] + tol, "right")
-        cand = t.order[lo:hi]
-        cand = cand[cand < i]
-        if cand.size == 0:
+        li = lower[i]
+        plan = []
+        if bounded:
+            alive = (li <= cap_used) & (low_v - li <= cap_left)
+            lo_all, hi_all = np.inf, -np.inf
+            for c in active:
+                a = alive[tgt[c]]
+                if not a.any():
+                    continue
+                pv = prev[c][a]
+                lo = max(li - t.rho[c] * T - tol, low_v - float(cap_left[pv].max()))
+                hi = min(li + tol, float(cap_used[pv].max()))
+                if lo > hi:
+                    continue
+                plan.append((c, tgt[c][a], pv, lo, hi))
+                lo_all, hi_all = min(lo_all, lo), max(hi_all, hi)
+            if not plan:
+                continue
+            start = int(np.searchsorted(lower_sorted, lo_all, "left"))
+            stop = int(np.searchsorted(lower_sorted, hi_all, "right"))
+        else:
+            plan = [(c, tgt[c], prev[c], -np.inf, np.inf) for c in active]
+            start, stop = 0, int(np.searchsorted(lower_sorted, li + tol, "right"))
+        if stop <= start:
             continue
-        cand = cand[~(bits[cand] & ~bits[i]).any(1)]
+        top = t.pk[i] | guard
+        mask = ((top[0] - pks[0, start:stop]) & guard[0]) == guard[0]
+        for w in range(1, P):
+            mask &= ((top[w] - pks[w, start:stop]) & guard[w]) == guard[w]
+        pos = np.flatnonzero(mask) + start
+        cand = order[pos]
+        keep = cand != i
+        cand, pos = cand[keep], pos[keep]
         if cand.size == 0:
             continue
         pairs += int(cand.size)
-        size = t.size[i] - t.size[cand]
-        comm = None
+        lc = lower_sorted[pos] if bounded else None
         oks = []
-        for c in range(k):
+        need = np.zeros(cand.size, dtype=bool) if pays_any else None
+        for c, tg, pv, lo, hi in plan:
             comp = t.comp[i, c] - t.comp[cand, c]
-            ok = ((comp <= T) & (t.unsup[cand, c] == t.unsup[i, c]) & (t.forbid[cand, c] == t.forbid[i, c])
-                  & (size <= t.cap[c] * (1 + _REL)))
+            ok = comp <= T
+            if lc is not None:
+                ok &= (lc >= lo) & (lc <= hi)
+            if t.need_unsup[c]:
+                ok &= t.unsup[cand, c] == t.unsup[i, c]
+            if t.need_forbid[c]:
+                ok &= t.forbid[cand, c] == t.forbid[i, c]
+            if t.need_size[c]:
+                ok &= t.size[i] - t.size[cand] <= t.cap[c] * (1 + _REL)
             oks.append((ok, comp))
+            if t.pays[c]:
+                need |= ok
+        comm = None
         if pays_any:
-            need = np.zeros(cand.size, dtype=bool)
-            for c in range(k):
-                if t.pays[c] and t.counts[c]:
-                    need |= oks[c][0]
             rows = np.flatnonzero(need)
             comm = np.zeros(cand.size)
             if rows.size:
                 comm[rows] = t.comm(i, cand[rows])
         row_best = best[i]
-        for c in range(k):
-            if t.counts[c] == 0:
-                continue
-            ok, comp = oks[c]
-            cost = comp + t.link[c] * comm if t.pays[c] else comp
-            ok &= cost <= T
+        for (c, tg, pv, _, _), (ok, comp) in zip(plan, oks):
             sel = np.flatnonzero(ok)
             if sel.size == 0:
                 continue
+            cost = comp[sel] + t.link[c] * comm[sel] if t.pays[c] else comp[sel]
+            if bounded:
+                fit = cost <= T
+                sel, cost = sel[fit], cost[fit]
+                if sel.size == 0:
+                    continue
             J = cand[sel]
-            A = best[J][:, prev[c]]                       # (m, S_c)
-            np.maximum(A, cost[sel][:, None], out=A)
+            A = best[J[:, None], pv[None, :]]                 # (m, a)
+            np.maximum(A, cost[:, None], out=A)
             am = A.argmin(0)
             v = A[am, np.arange(A.shape[1])]
-            better = v < row_best[tgt[c]]
+            better = v < row_best[tg]
             if better.any():
-                ts = tgt[c][better]
+                ts = tg[better]
                 row_best[ts] = v[better]
                 chJ[i, ts] = J[am[better]]
                 chC[i, ts] = c

@@ -134,3 +134,164 @@ def prefix_ideals(num_nodes: int) -> Ideals:
     return Ideals(num_nodes=num_nodes, bits=ints_to_bits(values, num_nodes),
                   parent=np.arange(-1, num_nodes, dtype=np.int64), added=np.arange(-1, num_nodes, dtype=np.int64),
                   level_starts=np.arange(num_nodes + 2, dtype=np.int64))
+
+
+def chain_decomposition(num_nodes: int, succs: list[list[int]], *, exact_limit: int = 1500) -> list[list[int]]:
+    """Chains (totally ordered node lists) covering every node once.
+
+    Minimum (Dilworth, by bipartite matching on the transitive closure) up to
+    ``exact_limit`` nodes, greedy first-fit beyond. Nodes must be numbered
+    topologically. An ideal meets every chain in a prefix, so it is fixed by
+    the number of its nodes on each chain.
+
+    >>> chain_decomposition(4, [[1, 2], [3], [3], []])
+    [[0, 1, 3], [2]]
+    """
+    reach = [0] * num_nodes
+    for v in range(num_nodes - 1, -1, -1):
+        r = 0
+        for w in succs[v]:
+            r |= (1 << w) | reach[w]
+        reach[v] = r
+    nxt = [-1] * num_nodes
+    if num_nodes <= exact_limit:
+        import networkx as nx
+        b = nx.Graph()
+        left = [("l", v) for v in range(num_nodes)]
+        b.add_nodes_from(left)
+        b.add_nodes_from(("r", v) for v in range(num_nodes))
+        for v in range(num_nodes):
+            r = reach[v]
+            while r:
+                low = r & -r
+                r ^= low
+                b.add_edge(("l", v), ("r", low.bit_length() - 1))
+        match = nx.bipartite.hopcroft_karp_matching(b, top_nodes=left)
+        for (side, v), (_, w) in match.items():
+            if side == "l":
+                nxt[v] = w
+        has_prev = set(w for w in nxt if w >= 0)
+        chains = []
+        for v in range(num_nodes):
+            if v in has_prev:
+                continue
+            c = [v]
+            while nxt[c[-1]] >= 0:
+                c.append(nxt[c[-1]])
+            chains.append(c)
+        return chains
+    chains: list[list[int]] = []
+    for v in range(num_nodes):
+        for c in chains:
+            if reach[c[-1]] >> v & 1:
+                c.append(v)
+                break
+        else:
+            chains.append([v])
+    return chains
+
+
+@dataclass(frozen=True)
+class Lanes:
+    """Packing of per-chain counts into uint64 lanes with a guard bit each.
+
+    ``x ⊆ y`` for two ideals (or down-closed sets) is then
+    ``((y | guard) - x) & guard == guard`` on every word.
+    """
+
+    chain_of: np.ndarray   # (K,) chain index of each node
+    word: np.ndarray       # (C,) word of each chain
+    shift: np.ndarray      # (C,) bit offset of each chain's lane
+    guard: np.ndarray      # (P,) guard bits per word
+
+    @classmethod
+    def for_chains(cls, chains: list[list[int]], num_nodes: int) -> "Lanes":
+        width = max((len(c) for c in chains), default=1).bit_length() + 1
+        per_word = max(1, 64 // width)
+        chain_of = np.zeros(num_nodes, dtype=np.int64)
+        for ci, c in enumerate(chains):
+            chain_of[c] = ci
+        C = len(chains)
+        word = np.arange(C) // per_word
+        shift = (np.arange(C) % per_word) * width
+        P = int(word.max(initial=0)) + 1
+        guard = np.zeros(P, dtype=np.uint64)
+        for w, s in zip(word, shift):
+            guard[w] |= np.uint64(1) << np.uint64(s + width - 1)
+        return cls(chain_of=chain_of, word=word, shift=shift, guard=guard)
+
+    def node_weights(self) -> np.ndarray:
+        """(K, P) uint64: a one in the lane of each node's chain (prefix-sum these over ideals)."""
+        K = self.chain_of.size
+        out = np.zeros((K, self.guard.size), dtype=np.uint64)
+        c = self.chain_of
+        out[np.arange(K), self.word[c]] = np.left_shift(np.uint64(1), self.shift[c].astype(np.uint64))
+        return out
+
+    def pack(self, bits: np.ndarray, chain_masks: np.ndarray) -> np.ndarray:
+        """Packed per-chain counts of arbitrary node bitsets ``bits`` (N, W); ``chain_masks`` (C, W)."""
+        out = np.zeros((bits.shape[0], self.guard.size), dtype=np.uint64)
+        for ci in range(chain_masks.shape[0]):
+            cnt = np.bitwise_count(bits & chain_masks[ci]).sum(1, dtype=np.uint64)
+            out[:, self.word[ci]] += cnt << np.uint64(self.shift[ci])
+        return out
+
+
+def topological_orders(num_nodes: int, succs: list[list[int]], count: int, *, seed: int = 0) -> list[list[int]]:
+    """``count`` different topological orders: the numbering itself, largest-available-first,
+    depth-first, then random tie-breaking (deterministic in ``seed``).
+
+    >>> topological_orders(3, [[], [], []], 2)
+    [[0, 1, 2], [2, 1, 0]]
+    """
+    import heapq
+    rng = np.random.default_rng(seed)
+    indeg0 = [0] * num_nodes
+    for v in range(num_nodes):
+        for w in succs[v]:
+            indeg0[w] += 1
+    out = [list(range(num_nodes))]
+    kinds = ["max", "dfs"] + ["random"] * max(0, count - 3)
+    for kind in kinds[: count - 1]:
+        indeg = list(indeg0)
+        key = rng.random(num_nodes) if kind == "random" else None
+        heap: list = []
+        stack: list[int] = []
+
+        def push(v):
+            if kind == "dfs":
+                stack.append(v)
+            else:
+                heapq.heappush(heap, (-v if kind == "max" else key[v], v))
+        for v in range(num_nodes):
+            if indeg[v] == 0:
+                push(v)
+        order = []
+        while heap or stack:
+            v = stack.pop() if kind == "dfs" else heapq.heappop(heap)[1]
+            order.append(v)
+            for w in succs[v]:
+                indeg[w] -= 1
+                if indeg[w] == 0:
+                    push(w)
+        out.append(order)
+    return out
+
+
+def prefix_family(num_nodes: int, orders: list[list[int]]) -> Ideals:
+    """The union of the prefix ideals of several topological orders (a cheap sub-family of all ideals)."""
+    seen: dict[int, tuple[int, int]] = {0: (-1, -1)}   # ideal -> (parent ideal, added node)
+    for order in orders:
+        cur = 0
+        for v in order:
+            nxt = cur | (1 << v)
+            seen.setdefault(nxt, (cur, v))
+            cur = nxt
+    values = sorted(seen, key=lambda x: (x.bit_count(), x))
+    index = {v: k for k, v in enumerate(values)}
+    parent = np.array([index[seen[v][0]] if v else -1 for v in values], dtype=np.int64)
+    added = np.array([seen[v][1] for v in values], dtype=np.int64)
+    sizes = np.array([v.bit_count() for v in values])
+    level_starts = np.concatenate([np.flatnonzero(np.diff(sizes, prepend=-1)), [len(values)]]).astype(np.int64)
+    return Ideals(num_nodes=num_nodes, bits=ints_to_bits(values, num_nodes), parent=parent, added=added,
+                  level_starts=level_starts)
