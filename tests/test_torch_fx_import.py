@@ -75,6 +75,9 @@ def test_same_graph_and_flops_as_onnx_export():
     assert sorted(g_fx.nx.edges[e]["bytes"] for e in g_fx.edges) == \
         sorted(g_onnx.nx.edges[e]["bytes"] for e in g_onnx.edges)
     assert not g_fx.notes and not g_onnx.notes
+    assert sorted((n.op_type, n.layer or "") for n in g_fx.nodes()) == \
+        sorted((n.op_type, n.layer or "") for n in g_onnx.nodes())
+    assert g_fx.node("b1_c1").layer == "/b1/c1" and g_fx.node("add").layer == "/b1"
 
 
 def test_training_variant_and_latencies():

@@ -32,7 +32,8 @@ from ..model.roofline import RooflineSpec, apply_roofline, default_specs, roofli
 
 @dataclass(frozen=True)
 class OpRecord:
-    """One imported op: FLOPs, bytes of folded weights, bytes of its (used) outputs."""
+    """One imported op: FLOPs, bytes of folded weights, bytes of its (used) outputs,
+    and the layer (module scope) it belongs to, where the model says."""
 
     id: str
     name: str
@@ -41,6 +42,7 @@ class OpRecord:
     weight_bytes: float
     output_bytes: float
     estimated: bool = False
+    layer: str | None = None
 
 
 def estimate_notes(ops: Iterable[OpRecord]) -> list[str]:
@@ -70,7 +72,7 @@ def build_graph(ops: Sequence[OpRecord], edges: Iterable[tuple[str, str, float]]
     g = nx.DiGraph()
     for op in ops:
         g.add_node(op.id, name=op.name, op_type=op.op_type, latency={}, size=float(op.weight_bytes),
-                   output_bytes=float(op.output_bytes), flops=float(op.flops))
+                   output_bytes=float(op.output_bytes), flops=float(op.flops), layer=op.layer)
     for u, v, nbytes in edges:
         g.add_edge(u, v, bytes=float(nbytes))
     all_notes = list(notes) + estimate_notes(ops)

@@ -16,6 +16,10 @@ Steps:
    (:mod:`viz_place.model.roofline`, milliseconds), a default cluster, and
    backward nodes with ``training=True`` (:mod:`viz_place.io.costed`).
 
+Node ids are the ONNX node names (``<op_type>_<index>`` where a name is empty or
+repeated); a name scoped like torch's exporter writes it (``/b1/c1/Conv``) gives
+the op a ``layer`` (``/b1/c1``), which the DP's ``contract_layers`` option uses.
+
 A malformed model or one whose shapes cannot be inferred raises
 :class:`~viz_place.errors.InputFormatError` naming the node or field.
 
@@ -243,12 +247,18 @@ def _ops_and_edges(m: onnx.ModelProto, where: str, inference_note: str):
         weights = sum(nbytes(x, nid) for x in set(n.input) if x and x in const)
         used = [o for o in outs if o in consumed] or outs[:1]
         out_b = sum(nbytes(o, nid) for o in used if types.get(o, (None, 0))[0] is not None)
-        ops.append(OpRecord(nid, n.name or nid, n.op_type, flops, weights, out_b, estimated))
+        ops.append(OpRecord(nid, n.name or nid, n.op_type, flops, weights, out_b, estimated, _scope(n.name)))
         for x in set(n.input):
             if x in producer:
                 key = (ids[op_nodes[producer[x]]], nid)
                 edge_bytes[key] = edge_bytes.get(key, 0.0) + nbytes(x, nid)
     return ops, [(u, v, b) for (u, v), b in edge_bytes.items()]
+
+
+def _scope(name: str) -> str | None:
+    """Module scope of a node named like torch's exporter does (``/b1/c1/Conv`` -> ``/b1/c1``)."""
+    head, sep, _ = name.rpartition("/")
+    return head if sep and head else None
 
 
 def _has_subgraph(n: onnx.NodeProto) -> bool:

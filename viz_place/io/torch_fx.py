@@ -12,6 +12,8 @@ graph. Parameters and buffers of a called module are its weights (``size``);
 (``x.size(0)``, ``x.shape``) fold into their consumers as in the ONNX reader;
 ``operator.getitem`` on a multi-output op is an alias, not an op. An
 unrecognised call gets an estimated FLOP count, reported in ``graph.notes``.
+Each op's ``layer`` is the module it ran in, written ``/b1/c1`` as in the
+names torch's ONNX exporter gives.
 
 >>> import torch
 >>> m = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.ReLU())
@@ -158,7 +160,8 @@ def _ops_and_edges(gm, name: str):
         weights += sum(weight_bytes[p.name] for p in inputs if p.name in const)
         flops, estimated = op_flops(op_type, in_shapes, [tuple(outs[0].shape)], attrs)
         label = str(node.target) if node.op == "call_module" else node.name
-        ops.append(OpRecord(node.name, label, op_type, flops, weights, sum(_tensor_bytes(m) for m in outs), estimated))
+        ops.append(OpRecord(node.name, label, op_type, flops, weights, sum(_tensor_bytes(m) for m in outs), estimated,
+                            _scope(node)))
         producers.add(node.name)
         for p in dynamic:
             if p.name in alias:
@@ -169,6 +172,16 @@ def _ops_and_edges(gm, name: str):
                 continue  # a graph input
             edge_bytes[(src, node.name)] = edge_bytes.get((src, node.name), 0.0) + nbytes
     return ops, [(u, v, b) for (u, v), b in edge_bytes.items()]
+
+
+def _scope(node) -> str | None:
+    """The innermost module the call ran in, written as torch's ONNX exporter scopes names
+    (``b1.c1`` -> ``/b1/c1``), so both importers give the same ``layer``."""
+    stack = node.meta.get("nn_module_stack") or {}
+    if not stack:
+        return None
+    path = list(stack.values())[-1][0]
+    return "/" + str(path).replace(".", "/") if path else None
 
 
 def _shape_of(arg) -> tuple[int, ...] | None:
