@@ -220,3 +220,36 @@ def test_string_tensor_is_reported():
     m = _model([node], [_vi("x", [2], TensorProto.STRING)], [_vi("y", [2], TensorProto.STRING)])
     with pytest.raises(InputFormatError, match="ident.*STRING"):
         read_onnx(m)
+
+
+def test_nodes_out_of_order_are_rejected_by_name():
+    nodes = [helper.make_node("Relu", ["h"], ["y"], name="second"), helper.make_node("Relu", ["x"], ["h"], name="first")]
+    with pytest.raises(InputFormatError, match="invalid ONNX model.*(topolog|h)"):
+        read_onnx(_model(nodes, [_vi("x", [2])], [_vi("y", [2])]))
+
+
+def test_subgraph_ops_are_costed_and_reported():
+    then_g = helper.make_graph([helper.make_node("Relu", ["x"], ["t"])], "then", [], [_vi("t", [2])])
+    else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["e"])], "else", [], [_vi("e", [2])])
+    cond = helper.make_tensor("c", TensorProto.BOOL, [], [True])
+    nodes = [helper.make_node("Relu", ["x"], ["h"], name="pre"),
+             helper.make_node("If", ["c"], ["y"], name="branch", then_branch=then_g, else_branch=else_g)]
+    g = read_onnx(_model(nodes, [_vi("x", [2])], [_vi("y", [2])], [cond]))
+    assert g.node("branch").flops == 2
+    assert any("'branch' (If) has a subgraph" in n for n in g.notes)
+    assert any("'If'" in n and "estimated" in n for n in g.notes)
+
+
+def test_external_data_beside_the_model(tmp_path, monkeypatch):
+    node = helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")
+    import numpy as np
+    w = onnx.numpy_helper.from_array(np.zeros((64, 64), dtype=np.float32), "w")
+    m = _model([node], [_vi("x", [1, 64])], [_vi("y", [1, 64])], [w])
+    path = tmp_path / "ext.onnx"
+    onnx.save_model(m, str(path), save_as_external_data=True, all_tensors_to_one_file=True, location="w.bin",
+                    size_threshold=0)
+    monkeypatch.chdir(tmp_path.parent)  # external data resolves beside the model, not in the working folder
+    assert read_onnx(path).node("mm").size == 64 * 64 * 4
+    (tmp_path / "w.bin").unlink()
+    with pytest.raises(InputFormatError, match="w.bin"):
+        read_onnx(path)

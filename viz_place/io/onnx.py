@@ -73,14 +73,14 @@ def read_onnx(model: str | os.PathLike | onnx.ModelProto, *, name: str | None = 
         name = os.path.splitext(os.path.basename(str(model)))[0] if not isinstance(model, onnx.ModelProto) \
             else (m.graph.name or "onnx_model")
     notes = _fix_dims(m, dict(dim_values or {}))
-    try:
-        onnx.checker.check_model(m)
+    try:  # a path lets the checker find external data beside the model
+        onnx.checker.check_model(m if isinstance(model, onnx.ModelProto) else str(model))
     except onnx.checker.ValidationError as err:
         raise InputFormatError(f"{where}: invalid ONNX model: {_one_line(err)}") from None
     m, inference_note = _infer(m, where)
     if inference_note:
         notes.append(inference_note)
-    ops, edges = _ops_and_edges(m, where, inference_note)
+    ops, edges = _ops_and_edges(m, where, inference_note, notes)
     return build_graph(ops, edges, name=name, notes=notes, specs=specs, cluster=cluster, training=training)
 
 
@@ -97,7 +97,7 @@ def _load(model: Any) -> tuple[onnx.ModelProto, str]:
     if not os.path.exists(path):
         raise InputFormatError(f"{path}: file not found")
     try:
-        return onnx.load(path), path
+        return onnx.load(path, load_external_data=False), path  # weights' values are never needed
     except Exception as err:  # protobuf DecodeError and friends
         raise InputFormatError(f"{path}: not a readable ONNX model ({type(err).__name__}: {_one_line(err)})") from None
 
@@ -190,7 +190,7 @@ def _node_ids(nodes) -> list[str]:
     return ids
 
 
-def _ops_and_edges(m: onnx.ModelProto, where: str, inference_note: str):
+def _ops_and_edges(m: onnx.ModelProto, where: str, inference_note: str, notes: list[str]):
     g = m.graph
     types = _tensor_types(m)
     ids = _node_ids(g.node)
@@ -211,6 +211,10 @@ def _ops_and_edges(m: onnx.ModelProto, where: str, inference_note: str):
             if o:
                 producer[o] = len(op_nodes)
         op_nodes.append(i)
+    for i in op_nodes:
+        if _has_subgraph(g.node[i]):
+            notes.append(f"node {ids[i]!r} ({g.node[i].op_type}) has a subgraph: costed as one op, and tensors its "
+                         "body reads from the outer graph give no edges")
     consumed = {x for j in op_nodes for x in g.node[j].input if x} | {o.name for o in g.output}
 
     def nbytes(tensor: str, node_id: str) -> float:
