@@ -85,6 +85,21 @@ class PlacementExplorer(W.VBox):
                          layout=W.Layout(width="100%"))
         self.add_class("vp-explorer")
 
+    def bokeh_widgets(self) -> list:
+        """The embedded Bokeh figures (graph, metrics, trade-offs, training curve)."""
+        return [self.graph_panel.widget, self.metrics.bars_widget, self.tradeoffs.plots, self.solver.curve_widget]
+
+    def refresh(self) -> None:
+        """Re-send every figure in full (after a page reload with a running kernel, call this
+        or re-display the explorer: live updates reach only views that already exist)."""
+        for w in self.bokeh_widgets():
+            w.refresh()
+
+    def _repr_mimebundle_(self, **kwargs):
+        # A new view is about to be made: give it the current figures, not the first ones.
+        self.refresh()
+        return super()._repr_mimebundle_(**kwargs)
+
     def _title(self) -> None:
         g = self.state.graph
         kind = "training" if g.is_training else "inference"

@@ -79,8 +79,7 @@ class GraphPanel:
         set_cluster(self.view, s.cluster, s.evaluation)
         keep = self.device.value
         self.device.options = list(s.cluster.device_names)
-        if keep in s.cluster.device_names:
-            self.device.value = keep
+        self.device.value = keep if keep in s.cluster.device_names else s.cluster.device_names[0]
 
     def _on_pins(self) -> None:
         s = self.state

@@ -60,7 +60,7 @@ def layered_layout(graph: OpGraph, *, method: str = "auto") -> np.ndarray:
 
 
 #: Width / height (in layout units) that folding aims at, close to the explorer's figure.
-TARGET_ASPECT = 2.5
+TARGET_ASPECT = 1.8
 
 
 def _layered_positions(graph: OpGraph) -> np.ndarray:
@@ -75,11 +75,10 @@ def _layered_positions(graph: OpGraph) -> np.ndarray:
             keyed.append((bary, index[n], n))
         keyed.sort()
         m = len(keyed)
-        # Spread the column around the mean barycentre of its members.
-        centre = float(np.mean([k[0] for k in keyed])) if m else 0.0
+        # Centred on 0 (no drift: chains stay straight); order from the barycentres.
         for row, (_, i, _n) in enumerate(keyed):
             pos[i, 0] = col
-            pos[i, 1] = centre + row - (m - 1) / 2.0
+            pos[i, 1] = row - (m - 1) / 2.0
     return _fold(pos)
 
 
