@@ -15,6 +15,7 @@ def test_notebook_kernelspec_is_python3():
     assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), "commit the notebook without outputs"
 
 
+@pytest.mark.slow
 def test_notebook_executes_without_error(tmp_path):
     nbclient = pytest.importorskip("nbclient")
     nb = nbformat.read(NOTEBOOK, as_version=4)

@@ -3,8 +3,8 @@
 Solvers come from the registry (:func:`viz_place.solvers.list_solvers`), so a
 newly registered one appears after ``refresh``. A run happens in a background
 thread; a failing solve shows why and keeps the current placement. Progress
-reports with ``data={"episode", "objective", "best"}`` (the RL trainer) draw a
-live training curve.
+reports with ``data={"episode" (or "sweep"), "objective", "best"}`` (the RL
+solver and trainer) draw a live training curve.
 
 >>> from viz_place.samples import make_graph
 >>> from viz_place.widgets.state import ExplorerState
@@ -158,10 +158,25 @@ class SolverPanel:
             bits.append(f"bound {fmt(p.bound)}")
         if bits:
             self.status.value = "running\u2026 " + " &middot; ".join(bits)
-        data = p.data or {}
-        if "episode" in data and "objective" in data:
-            best = data.get("best", data["objective"])
-            self.curve.curve.stream({"episode": [data["episode"]], "objective": [data["objective"]],
-                                     "best": [best]})
+        point = curve_point(p.data or {})
+        if point is not None:
+            self.curve.curve.stream({k: [v] for k, v in point.items()})
             if self.curve_widget.layout.display == "none":
                 self.curve_widget.layout.display = None
+
+
+def curve_point(data) -> dict | None:
+    """A training-curve point from a progress report's ``data``: x from ``episode``
+    (or ``sweep``/``update``/``iteration``), y from ``objective`` and ``best``.
+
+    >>> curve_point({"sweep": 3, "best": 2.0})
+    {'episode': 3, 'objective': 2.0, 'best': 2.0}
+    >>> curve_point({"fraction": 0.5}) is None
+    True
+    """
+    x = next((data[k] for k in ("episode", "sweep", "update", "iteration") if k in data), None)
+    obj = data.get("objective", data.get("best"))
+    best = data.get("best", obj)
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in (x, obj, best)):
+        return None
+    return {"episode": x, "objective": obj, "best": best}

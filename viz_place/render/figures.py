@@ -244,7 +244,7 @@ class CurveView:
 def curve_view() -> CurveView:
     """A live training curve (episode vs objective and best so far)."""
     src = ColumnDataSource({"episode": [], "objective": [], "best": []})
-    f = figure(height=220, width=420, title="training curve", x_axis_label="episode",
+    f = figure(height=220, width=420, title="training curve", x_axis_label="episode / sweep",
                y_axis_label="objective", tools="pan,wheel_zoom,reset", output_backend="canvas")
     f.line("episode", "objective", source=src, line_alpha=0.6, legend_label="episode")
     f.line("episode", "best", source=src, line_color="#d62728", line_width=2, legend_label="best")
