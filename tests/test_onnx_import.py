@@ -22,7 +22,7 @@ LIGHT_MODELS = sorted(p.stem for p in LIGHT.glob("light_*.onnx"))
 
 
 @pytest.mark.parametrize("name", ["viz_place.model.roofline", "viz_place.io.flops", "viz_place.io.costed",
-                                  "viz_place.io.onnx"])
+                                  "viz_place.io.onnx", "viz_place.io.onnx_fold"])
 def test_docstring_examples_run(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
@@ -253,3 +253,21 @@ def test_external_data_beside_the_model(tmp_path, monkeypatch):
     (tmp_path / "w.bin").unlink()
     with pytest.raises(InputFormatError, match="w.bin"):
         read_onnx(path)
+
+
+def test_run_time_shape_arithmetic_is_folded():
+    from viz_place.io.onnx_fold import unknown_shapes
+    ints = lambda name, vals: helper.make_tensor(name, TensorProto.INT64, [len(vals)], vals)  # noqa: E731
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "zero"], ["b"], axis=0),
+             helper.make_node("Mod", ["b", "five"], ["bm"]), helper.make_node("Mul", ["bm", "two"], ["b2"]),
+             helper.make_node("Concat", ["b2", "m1"], ["t"], axis=0),
+             helper.make_node("Reshape", ["x", "t"], ["h"], name="view"),
+             helper.make_node("MatMul", ["h", "w"], ["y"], name="mm")]
+    inits = [ints("zero", [0]), ints("five", [5]), ints("two", [2]), ints("m1", [-1]), _zeros("w", [3, 3])]
+    m = _model(nodes, [_vi("x", [4, 6])], [_vi("y", ["rows", "cols"])], inits)
+    # Mod stops onnx's data propagation: the Reshape target, hence h and y, stay symbolic
+    assert "y" in unknown_shapes(onnx.shape_inference.infer_shapes(m, data_prop=True))
+    g = read_onnx(m)
+    assert g.node_ids == ("view", "mm")
+    assert g.nx.edges["view", "mm"]["bytes"] == 8 * 3 * 4  # h = x reshaped to (4 % 5 * 2, -1) = (8, 3)
+    assert g.node("mm").flops == 2 * (8 * 3) * 3

@@ -120,3 +120,21 @@ def test_errors_are_clear():
         read_torch(object(), (torch.randn(2, 5),))
     with pytest.raises(InputFormatError, match="example_inputs"):
         read_torch(Broken(), ())
+
+
+def test_transformer_export_imports_with_shape_arithmetic_folded():
+    # The exporter computes reshape targets at run time (Shape/Gather/Concat); they fold away.
+    torch.manual_seed(0)
+    B, S, D, F, L = 2, 16, 64, 128, 2
+    layer = torch.nn.TransformerEncoderLayer(D, 4, F, batch_first=True, dropout=0.0)
+    m = torch.nn.TransformerEncoder(layer, L, enable_nested_tensor=False).eval()
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(m, (torch.randn(B, S, D),), buf, dynamo=False)
+    g = read_onnx(onnx.load_from_string(buf.getvalue()))
+    assert not any(n.op_type in ("Shape", "Constant", "ConstantOfShape") for n in g.nodes())
+    matmuls = sum(n.flops for n in g.nodes() if n.op_type in ("MatMul", "Gemm"))
+    per_layer = 4 * 2 * B * S * D * D + 2 * 2 * B * S * S * D + 2 * 2 * B * S * D * F  # projections, attention, MLP
+    assert matmuls == pytest.approx(L * per_layer, rel=0.03)  # + biases
+    assert g.total_flops == pytest.approx(L * per_layer, rel=0.15)  # + softmax, norms, adds

@@ -5,7 +5,8 @@ Steps:
 1. load and check the model (``onnx.checker``); give symbolic input dims a
    value (``dim_values``, default 1, each reported in ``graph.notes``);
 2. infer every tensor's shape (``onnx.shape_inference.infer_shapes`` with data
-   propagation);
+   propagation); where run-time shape arithmetic leaves a shape unknown, fold
+   those small constant computations and infer again (:mod:`viz_place.io.onnx_fold`);
 3. fold constants: initializers, ``Constant``/``ConstantOfShape``/``Shape``/
    ``Size`` outputs and any node computed from constants only are not ops —
    their bytes count as weights (``size``) of each op that reads them;
@@ -48,6 +49,7 @@ from ..model import Cluster, OpGraph
 from ..model.roofline import RooflineSpec
 from .costed import OpRecord, build_graph
 from .flops import op_flops
+from .onnx_fold import fold_shape_computations, unknown_shapes
 
 #: Ops whose output depends only on shapes or attributes: folded like constants.
 CONSTANT_OPS = frozenset({"Constant", "ConstantOfShape", "Shape", "Size", "EyeLike", "RandomNormal",
@@ -80,6 +82,8 @@ def read_onnx(model: str | os.PathLike | onnx.ModelProto, *, name: str | None = 
     m, inference_note = _infer(m, where)
     if inference_note:
         notes.append(inference_note)
+    if unknown_shapes(m):  # run-time shape arithmetic (Shape -> Gather -> Concat -> Reshape): fold and infer again
+        m, _ = fold_shape_computations(m)
     ops, edges = _ops_and_edges(m, where, inference_note, notes)
     return build_graph(ops, edges, name=name, notes=notes, specs=specs, cluster=cluster, training=training)
 
