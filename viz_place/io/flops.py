@@ -12,6 +12,7 @@ BatchNormalization                              2 * out (scale and shift, infere
 LayerNorm, InstanceNorm, GroupNorm              5 * out
 LRN                                             out * (2 * size + 3)
 Softmax, LogSoftmax                             5 * out (max, subtract, exp, sum, divide)
+Attention (Q B,H,S,E; K, V B,H,T,E|Ev)          2*B*H*S*T*(E + Ev) + 5*B*H*S*T (softmax)
 element-wise (Add, Relu, ...)                   out per input beyond the first (n-ary), 1 for unary
 transcendental (Sigmoid, Tanh, Exp, Erf, ...)   4 * out
 data movement (Concat, Transpose, Slice, ...)   0 (their bytes still cost time)
@@ -53,7 +54,8 @@ MOVE = frozenset({"Concat", "Split", "Slice", "Transpose", "Gather", "GatherElem
 
 #: Every op type with a rule (anything else is estimated).
 KNOWN_OPS = (UNARY | TRANSCENDENTAL | BINARY | REDUCE | POOL | NORM5 | MOVE | VIEW
-             | {"Conv", "ConvTranspose", "Gemm", "MatMul", "BatchNormalization", "LRN", "Softmax", "LogSoftmax"})
+             | {"Conv", "ConvTranspose", "Gemm", "MatMul", "BatchNormalization", "LRN", "Softmax", "LogSoftmax",
+                "Attention"})
 
 
 def numel(shape: Sequence[int] | None) -> int:
@@ -80,6 +82,15 @@ def op_flops(op_type: str, inputs: Sequence[Shape | None], outputs: Sequence[Sha
     if op_type == "MatMul":
         k = inputs[0][-1]
         return float(2 * out * k), False
+    if op_type == "Attention":
+        q, k, v = inputs[0], inputs[1], inputs[2]
+        t = k[-2]
+        if len(q) == 4:
+            b, h, s, e = q
+            return float(2 * b * h * s * t * (e + v[-1]) + 5 * b * h * s * t), False
+        heads = int(attrs.get("q_num_heads", 1))
+        b, s, he = q
+        return float(2 * b * s * t * (he + v[-1]) + 5 * b * heads * s * t), False
     if op_type in POOL:
         kernel = attrs.get("kernel_shape") or ()
         return float(out * max(1, numel(kernel))), False

@@ -1,8 +1,10 @@
 """Read a ``torch.nn.Module`` as a costed operator graph through ``torch.fx``
 (needs the ``torch`` extra).
 
-The module is traced with ``torch.fx.symbolic_trace`` and run once on the
-example inputs with ``ShapeProp`` to get every tensor's shape. Each traced call
+The module is traced with ``torch.fx.symbolic_trace`` (or, where that fails
+on data-dependent Python such as ``nn.MultiheadAttention``, with
+``torch.export``, noted in ``graph.notes``) and run once on the example inputs
+with ``ShapeProp`` to get every tensor's shape. Each traced call
 becomes an op named like the ONNX operator it exports to (``Conv``, ``Gemm``,
 ``Relu``, ``Add``, ``GlobalAveragePool`` ... see :data:`MODULE_OPS` and
 :data:`FUNCTION_OPS`), so FLOPs come from the same rules
@@ -61,7 +63,8 @@ FUNCTION_OPS = {
     "stack": "Concat", "split": "Split", "chunk": "Split", "max_pool2d": "MaxPool", "avg_pool2d": "AveragePool",
     "adaptive_avg_pool2d": "AdaptiveAvgPool", "mean": "ReduceMean", "sum": "ReduceSum", "amax": "ReduceMax",
     "pad": "Pad", "expand": "Expand", "repeat": "Tile", "clamp": "Clip", "maximum": "Max", "minimum": "Min",
-    "pow": "Pow", "getitem": "Slice",
+    "pow": "Pow", "getitem": "Slice", "select": "Gather", "unflatten": "Reshape", "unbind": "Split",
+    "scaled_dot_product_attention": "Attention",
 }
 
 #: Calls that only read shapes: folded like constants.
@@ -88,10 +91,17 @@ def read_torch(module: Any, example_inputs: Sequence[Any], *, name: str | None =
     if not isinstance(example_inputs, (tuple, list)) or not example_inputs:
         raise InputFormatError("example_inputs: must be a non-empty tuple of tensors")
     name = name or type(module).__name__
+    notes = []
     try:
         gm = symbolic_trace(module)
-    except Exception as err:
-        raise InputFormatError(f"module {name!r}: torch.fx could not trace it ({type(err).__name__}: {err})") from None
+    except Exception as fx_err:  # data-dependent Python (e.g. nn.MultiheadAttention): try torch.export
+        fx_msg = f"{type(fx_err).__name__}: {' '.join(str(fx_err).split())[:200]}"
+        try:
+            gm = torch.export.export(module, tuple(example_inputs)).module()
+        except Exception as err:
+            raise InputFormatError(f"module {name!r}: neither torch.fx ({fx_msg}) nor torch.export "
+                                   f"({type(err).__name__}: {' '.join(str(err).split())[:200]}) could trace it") from None
+        notes.append(f"traced with torch.export (ATen ops) because torch.fx.symbolic_trace failed: {fx_msg}")
     try:
         with torch.no_grad():
             ShapeProp(gm).propagate(*example_inputs)
@@ -99,7 +109,7 @@ def read_torch(module: Any, example_inputs: Sequence[Any], *, name: str | None =
         raise InputFormatError(f"module {name!r}: running it on the example inputs failed "
                                f"({type(err).__name__}: {' '.join(str(err).split())[:400]})") from None
     ops, edges = _ops_and_edges(gm, name)
-    return build_graph(ops, edges, name=name, specs=specs, cluster=cluster, training=training)
+    return build_graph(ops, edges, name=name, notes=notes, specs=specs, cluster=cluster, training=training)
 
 
 def _metas(node) -> list:
@@ -125,6 +135,8 @@ def _call_name(node) -> str:
     target = node.target
     if node.op == "call_method":
         return str(target)
+    if getattr(target, "_opname", None):  # an ATen op overload (torch.export): aten.linear.default -> linear
+        return str(target._opname)
     return getattr(target, "__name__", str(target)).strip("_")
 
 
@@ -153,6 +165,8 @@ def _ops_and_edges(gm, name: str):
             alias[node.name] = (src, sum(_tensor_bytes(m) for m in _metas(node)))
             continue
         outs = _metas(node)
+        if not outs and not node.users:  # asserts and guards: no data, nothing downstream
+            continue
         if not outs:
             raise InputFormatError(f"module {name!r}: node {node.name!r} ({node.op} {node.target}): no tensor "
                                    "output after shape propagation")
