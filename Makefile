@@ -34,6 +34,7 @@ bench: $(STAMP)
 
 samples: $(STAMP)
 	$(BIN)/python scripts/make_samples.py
+	$(BIN)/python scripts/import_light_models.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
