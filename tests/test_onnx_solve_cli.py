@@ -18,7 +18,7 @@ from viz_place.testing import check_placement  # noqa: E402
 LIGHT = Path(onnx.__file__).resolve().parent / "backend" / "test" / "data" / "light"
 LIGHT_MODELS = sorted(p.stem for p in LIGHT.glob("light_*.onnx"))
 #: Cheap solvers to fall back on when the exact DP is out of reach, most preferred first.
-FALLBACKS = ("local_search", "greedy", "pipedream", "topo_fill", "all_on_one", "single_device")
+FALLBACKS = ("pipedream", "topo-fill", "local-search")
 #: Small enough that the DP answers at once or says it is out of reach (inception_v2 has more ideals).
 MAX_IDEALS = 20_000
 
