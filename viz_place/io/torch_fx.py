@@ -141,7 +141,6 @@ def _call_name(node) -> str:
 
 
 def _ops_and_edges(gm, name: str):
-    import torch
     modules = dict(gm.named_modules())
     const: set[str] = set()     # fx nodes folded as constants
     weight_bytes: dict[str, float] = {}  # constant node -> bytes it holds
@@ -170,7 +169,7 @@ def _ops_and_edges(gm, name: str):
         if not outs:
             raise InputFormatError(f"module {name!r}: node {node.name!r} ({node.op} {node.target}): no tensor "
                                    "output after shape propagation")
-        op_type, in_shapes, attrs, weights = _describe(node, modules, torch)
+        op_type, in_shapes, attrs, weights = _describe(node, modules)
         weights += sum(weight_bytes[p.name] for p in inputs if p.name in const)
         flops, estimated = op_flops(op_type, in_shapes, [tuple(outs[0].shape)], attrs)
         label = str(node.target) if node.op == "call_module" else node.name
@@ -207,7 +206,7 @@ def _shape_of(arg) -> tuple[int, ...] | None:
     return None
 
 
-def _describe(node, modules, torch):
+def _describe(node, modules):
     """(op_type, input shapes incl. weights, attrs, weight bytes of a called module)."""
     args = [a for a in node.args if hasattr(a, "meta") or isinstance(a, (int, float))]
     if node.op == "call_module":
