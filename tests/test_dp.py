@@ -47,7 +47,7 @@ def test_chain_splits_evenly():
 def test_memory_too_small_is_infeasible_with_reason():
     g = chain(3, size=5.0)
     cluster = Cluster((DeviceClass("fpga", "fpga", 2, memory=4.0),))
-    with pytest.raises(InfeasibleError, match=r"node 'n0'.*size 5.*memory 4"):
+    with pytest.raises(InfeasibleError, match=r"node .n0. fit\(s\) on no device \(size 5\).*memory 4"):
         run_solver("dp", g, cluster)
 
 
@@ -88,8 +88,37 @@ def test_pins_are_honoured():
 
 def test_unsupported_everywhere_is_infeasible():
     g = OpGraph.from_records([{"id": "a", "latency": {"tpu": 1.0}}, {"id": "b", "latency": {"cpu": 1.0}}], [("a", "b")])
-    with pytest.raises(InfeasibleError, match="'a'.*unsupported"):
+    with pytest.raises(InfeasibleError, match=r"node 'a' fit\(s\) on no device.*fpga: cannot run it; cpu: cannot run it"):
         run_solver("dp", g, Cluster.paper(1, 1, None))
+
+
+def test_pinned_node_too_big_for_its_device():
+    g = chain(2, size=5.0)
+    cluster = Cluster((DeviceClass("fpga", "fpga", 2, memory=4.0), DeviceClass("cpu", "cpu", 1, pays_communication=False)))
+    with pytest.raises(InfeasibleError, match=r"node 'n0'.*pinned to fpga:1.*fpga:1: memory 4; cpu: its pin is elsewhere"):
+        run_solver("dp", g, cluster, pins={"n0": "fpga:1"})
+
+
+def test_zero_cost_leaves_option():
+    # a zero-cost weight node feeding each layer; memory could bind, so 'safe' keeps them separate
+    nodes, edges = [], []
+    for i in range(4):
+        nodes += [{"id": f"n{i}", "latency": {"cpu": 4.0, "fpga": 1.0}, "size": 1.0, "transfer_cost": 0.5},
+                  {"id": f"w{i}", "latency": {"cpu": 0.0, "fpga": 0.0}, "size": 1.0, "transfer_cost": 0.5}]
+        edges.append((f"w{i}", f"n{i}"))
+        if i:
+            edges.append((f"n{i - 1}", f"n{i}"))
+    g = OpGraph.from_records(nodes, edges)
+    cluster = Cluster.paper(2, 1, 5.0)
+    safe = run_solver("dp", g, cluster)
+    always = run_solver("dp", g, cluster, options={"zero_cost_leaves": "always"})
+    off = run_solver("dp", g, cluster, options={"zero_cost_leaves": "off"})
+    assert safe.status == off.status == "optimal" and always.status == "feasible"
+    assert safe.claimed_value == pytest.approx(off.claimed_value)
+    assert always.claimed_value >= safe.claimed_value - 1e-12
+    assert safe.options["stats"]["supernodes"] == 8 and always.options["stats"]["supernodes"] == 4
+    for p in (safe, always, off):
+        assert_valid(g, cluster, p, objective="throughput")
 
 
 def test_too_many_ideals_says_what_to_do():

@@ -55,8 +55,10 @@ class DPOptions(SolverOptions):
         "help": "coarsen: keep the nodes of one layer (node attribute 'layer') together"})
     linearize: bool = field(default=False, metadata={
         "help": "coarsen: only split along one topological order (fast, not exact for the full problem)"})
-    merge_zero_cost: bool = field(default=True, metadata={
-        "help": "merge zero-cost leaf nodes into their only neighbour (keeps the optimum)"})
+    zero_cost_leaves: str = field(default="safe", metadata={
+        "help": "merge zero-cost leaf nodes into their only neighbour: 'safe' keeps the optimum, 'always' also "
+                "when their memory could matter (the authors' rule, far fewer ideals), 'off'",
+        "choices": ("safe", "always", "off")})
     heuristic_orders: int = field(default=6, metadata={
         "help": "topological orders whose prefixes give the first (upper-bound) placement", "min": 1, "max": 1000})
     growth: float = field(default=1.25, metadata={
@@ -155,11 +157,16 @@ def _supernode_tables(graph, prob, ct: Contracted, classes: list[_Class], pin_of
             names = [prob.node_ids[i] for i in ct.members[s][:4]]
             what = f"node {names[0]!r}" if len(ct.members[s]) == 1 else \
                 f"the nodes {', '.join(map(repr, names))}{' ...' if len(ct.members[s]) > 4 else ''} (kept together)"
-            caps = ", ".join(f"{cl.instances[0] if cl.pin_device else cl.name}: "
-                             f"{'unsupported' if math.isinf(lat[s, c]) else 'memory ' + format(cl.cap, '.6g')}"
-                             for c, cl in enumerate(classes))
-            raise InfeasibleError(f"{what} fit(s) on no device: size {size[s]:.6g}; {caps}"
-                                  f"{'; pinned to ' + pin_of[s] if s in pin_of else ''}")
+            def why(c, cl):
+                if math.isinf(lat[s, c]):
+                    return "cannot run it"
+                if forbid[s, c]:
+                    return "not the pinned device" if cl.pin_device else "its pin is elsewhere"
+                return f"memory {cl.cap:.6g}"
+            reasons = "; ".join(f"{cl.instances[0] if cl.pin_device else cl.name}: {why(c, cl)}"
+                                for c, cl in enumerate(classes))
+            pinned = f", pinned to {pin_of[s]}" if s in pin_of else ""
+            raise InfeasibleError(f"{what} fit(s) on no device (size {size[s]:.6g}{pinned}) — {reasons}")
     return lat, size, forbid
 
 
@@ -187,7 +194,7 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
     stats = DPStats()
     hooks.report(0.0, "contracting colour classes", force=True)
     ct = contract(graph, cluster, pins=pins, contract_layers=opts.contract_layers, linearize=opts.linearize,
-                  merge_zero_cost=opts.merge_zero_cost)
+                  zero_cost_leaves=opts.zero_cost_leaves)
     stats.supernodes = ct.num
     classes = _dp_classes(cluster, pins, prob)
     pin_of = _check_pins(graph, ct, prob, pins)
@@ -195,7 +202,8 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
     hyper = _hyperedges(prob, ct)
     common = dict(succs=ct.succ_lists, lat=lat, size=size, forbid=forbid, hyperedges=hyper, counts=[cl.count for cl in classes],
                   pays=[cl.pays for cl in classes], link=[cl.link for cl in classes], cap=[cl.cap for cl in classes])
-    orders = topological_orders(ct.num, ct.succ_lists, opts.heuristic_orders, seed=0)
+    n_orders = opts.heuristic_orders if ct.num * opts.heuristic_orders <= 20_000 else 1
+    orders = topological_orders(ct.num, ct.succ_lists, n_orders, seed=0)
     line = dp_core.Tables.build(prefix_family(ct.num, orders), **common)
     ub = dp_core.run(line, math.inf)
     stats.upper_bound = ub.value
@@ -218,12 +226,7 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
         try:
             ids = enumerate_ideals(ct.num, ct.pred_masks, ct.succ_lists, limit=opts.max_ideals, check=check_enum)
         except TooManyIdeals as err:
-            raise SolverError(
-                f"dp: the contracted graph ({ct.num} supernodes) has more than {err.limit:,} ideals "
-                f"({err.found:,} found before stopping), beyond reach of the exact DP. Coarsen it with option "
-                f"contract_layers=true (keep each layer together) or linearize=true (split along one topological "
-                f"order), raise max_ideals if you have the time and memory, or use the integer program "
-                f"(ilp_throughput) or the RL solver") from None
+            raise SolverError(_too_many_message(graph, cluster, pins, ct, err, opts)) from None
         stats.ideals = ids.count
         hooks.report(0.1, f"{ids.count:,} ideals; building tables", force=True)
         tables = dp_core.Tables.build(ids, **common)
@@ -237,20 +240,30 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
             f"dp: no contiguous placement fits: with {', '.join(f'{cl.count} x {cl.instances[0] if cl.pin_device else cl.name}' for cl in classes)} "
             f"every split breaks a memory limit, an unsupported op or a pin")
     assignment = _placement_from_chain(prob, ct, tables, classes, result.chain)
-    placement = finish(assignment, "feasible" if (opts.contract_layers or opts.linearize) else "optimal", "")
+    coarsened = [text for flag, text in (
+        (opts.contract_layers, "layers kept together"), (opts.linearize, "split along one topological order"),
+        (ct.unsafe_merges, f"{ct.unsafe_merges} zero-cost leaves with memory merged into their neighbour")) if flag]
+    message = f"optimal among placements of the coarsened graph ({'; '.join(coarsened)})" if coarsened else ""
+    placement = finish(assignment, "feasible" if coarsened else "optimal", message)
     if not math.isclose(placement.claimed_value, result.value, rel_tol=1e-6, abs_tol=1e-9):
         raise SolverError(f"dp: internal error, DP value {result.value!r} but the evaluator says "
                           f"{placement.claimed_value!r}")
-    if opts.contract_layers or opts.linearize:
-        placement = Placement(placement.assignment, solver="dp", status="feasible", objective="throughput",
-                              claimed_value=placement.claimed_value, options=placement.options,
-                              wall_time=placement.wall_time,
-                              message="optimal among placements of the coarsened graph "
-                                      f"({'layers kept together' if opts.contract_layers else ''}"
-                                      f"{', ' if opts.contract_layers and opts.linearize else ''}"
-                                      f"{'one topological order' if opts.linearize else ''})")
     hooks.report(1.0, f"optimum {placement.claimed_value:.6g}", force=True)
     return placement
+
+
+def _too_many_message(graph, cluster, pins, ct: Contracted, err: TooManyIdeals, opts: DPOptions) -> str:
+    hint = ""
+    if opts.zero_cost_leaves == "safe" and contract(
+            graph, cluster, pins=pins, contract_layers=opts.contract_layers, linearize=opts.linearize,
+            zero_cost_leaves="always").num < ct.num:
+        hint = ("zero_cost_leaves=always (merge zero-cost leaves such as weights into their consumer even "
+                "though memory limits could then bind; the authors' rule), ")
+    return (f"dp: the contracted graph ({ct.num} supernodes) has more than {err.limit:,} ideals "
+            f"({err.found:,} found before stopping), beyond reach of the exact DP. Coarsen it with option "
+            f"{hint}contract_layers=true (keep each layer together) or linearize=true (split along one "
+            f"topological order), raise max_ideals if you have the time and memory, or use the integer "
+            f"program (solver ilp) or the RL solver (rl)")
 
 
 def _lower_bound(lat: np.ndarray, classes: list[_Class]) -> float:

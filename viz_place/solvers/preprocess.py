@@ -54,6 +54,7 @@ class Contracted:
     node_super: np.ndarray
     edges: tuple[tuple[int, int], ...]
     reasons: tuple[str, ...] = field(default=())
+    unsafe_merges: int = 0   # zero-cost leaves merged although their size could break a memory limit
 
     @property
     def pred_masks(self) -> list[int]:
@@ -92,8 +93,13 @@ class _UnionFind:
 
 def contract(graph: OpGraph, cluster: Cluster, *, pins: dict[str, str] | None = None,
              contract_layers: bool = False, linearize: bool = False,
-             merge_zero_cost: bool = True) -> Contracted:
-    """Contract ``graph`` to a DAG of supernodes for the DP (see the module docstring)."""
+             zero_cost_leaves: str = "safe") -> Contracted:
+    """Contract ``graph`` to a DAG of supernodes for the DP (see the module docstring).
+
+    ``zero_cost_leaves``: ``"safe"`` (step 5 as above), ``"always"`` (also
+    merge leaves with a size when memory could bind: the authors' rule, which
+    may then miss the optimum), ``"off"``.
+    """
     prob = compile_problem(graph, cluster)
     n = prob.n
     back = prob.backward
@@ -149,8 +155,9 @@ def contract(graph: OpGraph, cluster: Cluster, *, pins: dict[str, str] | None = 
                 fused = True
         if not fused:
             break
-    if merge_zero_cost:
-        _merge_zero_cost_leaves(graph, cluster, prob, uf, pins or {})
+    unsafe = 0
+    if zero_cost_leaves != "off":
+        unsafe = _merge_zero_cost_leaves(graph, cluster, prob, uf, pins or {}, always=zero_cost_leaves == "always")
     roots = sorted({uf.find(i) for i in range(n)})
     dg = nx.DiGraph()
     dg.add_nodes_from(roots)
@@ -163,22 +170,26 @@ def contract(graph: OpGraph, cluster: Cluster, *, pins: dict[str, str] | None = 
     node_super = np.array([pos[uf.find(i)] for i in range(n)], dtype=np.int64)
     members = tuple(np.flatnonzero(node_super == k) for k in range(len(order)))
     return Contracted(num=len(order), members=members, node_super=node_super,
-                      edges=tuple(sorted(edges)), reasons=tuple(reasons))
+                      edges=tuple(sorted(edges)), reasons=tuple(reasons), unsafe_merges=unsafe)
 
 
-def _merge_zero_cost_leaves(graph: OpGraph, cluster: Cluster, prob, uf: _UnionFind, pins: dict[str, str]) -> None:
-    """Merge zero-cost supernodes adjacent to a single other supernode (see step 5)."""
+def _merge_zero_cost_leaves(graph: OpGraph, cluster: Cluster, prob, uf: _UnionFind, pins: dict[str, str], *,
+                            always: bool = False) -> int:
+    """Merge zero-cost supernodes adjacent to a single other supernode (see step 5).
+
+    Returns how many merges moved memory that could break a limit (only with ``always``)."""
     n = prob.n
     kinds = {c.kind for c in cluster.classes}
     pinned = {prob.graph.index[p] for p in pins}
     # memory can never bind when the whole graph fits on every memory-limited device
     caps = [c.memory for c in cluster.classes if c.memory is not None and c.count > 0]
     memory_free = not caps or float(prob.size.sum()) <= min(caps)
+    unsafe = 0
     # candidate nodes (forward or backward): zero latency on every kind, zero size (or memory never binds), not pinned
     ok_node = np.zeros(n, dtype=bool)
     for i, nid in enumerate(prob.node_ids):
         node = graph.node(nid)
-        ok_node[i] = ((node.size == 0 or memory_free) and i not in pinned
+        ok_node[i] = ((node.size == 0 or memory_free or always) and i not in pinned
                       and all(node.latency.get(k, np.inf) == 0 for k in kinds))
     changed = True
     while changed:
@@ -199,5 +210,7 @@ def _merge_zero_cost_leaves(graph: OpGraph, cluster: Cluster, prob, uf: _UnionFi
                     break
             if len(neigh) == 1:
                 uf.union(root, neigh.pop())
+                unsafe += not memory_free and any(prob.size[i] > 0 for i in mem)
                 changed = True
                 break
+    return unsafe
