@@ -346,6 +346,12 @@ def test_sweep_uses_an_exact_solver_and_the_evaluator(ex):
         assert math.isclose(r["max_load"], evaluate(s.graph, c, p).max_load, rel_tol=1e-9)
     assert t.view.sweep.data["count"] == [1, 2, 3]
     assert "sweep done" in t.sweep_status.value
+    # with a pin on fpga:1 the sweep starts at 2 accelerators and says why
+    s.pin(s.graph.node_ids[0], "fpga:1")
+    t.sweep_button.click()
+    assert t.wait(20)
+    assert [r["count"] for r in t.sweep_rows] == [2, 3]
+    assert "skipped" in t.sweep_status.value and "error" not in t.sweep_status.value
 
 
 def test_state_is_safe_against_concurrent_reads(ex):

@@ -40,6 +40,18 @@ def sweep_solver(infos) -> str | None:
     return names[0] if names else None
 
 
+def min_count(cluster, class_name: str, pins) -> int:
+    """The smallest count of ``class_name`` that keeps every pin on an existing device.
+
+    >>> from viz_place.model import Cluster
+    >>> min_count(Cluster.paper(4, 1, None), "fpga", {"a": "fpga:2", "b": "cpu:0"})
+    3
+    """
+    prefix = f"{class_name}:"
+    used = [int(d[len(prefix):]) for d in pins.values() if d.startswith(prefix) and d[len(prefix):].isdigit()]
+    return max(used) + 1 if used else 1
+
+
 def history_html(history) -> str:
     cols = ("run", "solver", "status", "objective", "max_load", "throughput", "latency", "peak_memory_fraction",
             "feasible", "wall_time")
@@ -126,11 +138,16 @@ class TradeoffsPanel:
             self.sweep_status.value = error_html("no solver is registered")
             return False
         graph, cluster, pins = s.graph, s.cluster, dict(s.pins)
+        first = min_count(cluster, cname, pins)
+        if first > k:
+            self.sweep_status.value = error_html(f"pins use {cname}:{first - 1}; choose k >= {first}")
+            return False
         self.sweep_rows = []
         set_sweep(self.view, [])
+        note = f" (counts below {first} skipped: pins use {cname}:{first - 1})" if first > 1 else ""
 
         def work(cancel):
-            for count in range(1, k + 1):
+            for count in range(first, k + 1):
                 if cancel.is_set():
                     break
                 self.sweep_status.value = f"solving with {count} \u00d7 {escape_text(cname)}\u2026"
@@ -151,7 +168,7 @@ class TradeoffsPanel:
             self.sweep_button.disabled, self.sweep_cancel.disabled = False, True
             text = ", ".join(f"{r['count']}: {fmt(r['max_load'])}" for r in rows)
             errs = [r["status"] for r in rows if r["status"].startswith("error")]
-            self.sweep_status.value = ok_html(f"{name} sweep done — max-load by count: {text}") + \
+            self.sweep_status.value = ok_html(f"{name} sweep done — max-load by count: {text}{note}") + \
                 (error_html(errs[0]) if errs else "")
 
         def failed(err):

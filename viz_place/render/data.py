@@ -11,7 +11,7 @@ Bokeh objects — so it is cheap to test and to send. Node columns follow
 ['cpu:0', 'cpu:1']
 >>> xs, ys = edge_polyline(g, [[0.0, 0.0], [1.0, 0.0]], cross_only_for=device_column(g, Placement({"a": "cpu:0", "b": "cpu:1"})))
 >>> xs.tolist()
-[0.0, 0.5, 1.0]
+[0.0, 0.25, 0.75, 1.0]
 """
 from __future__ import annotations
 
@@ -81,11 +81,12 @@ def device_column(graph: OpGraph, placement: Placement | Mapping[str, str]) -> l
 
 def edge_polyline(graph: OpGraph, positions: Any, *, cross_only_for: Sequence[str] | None = None
                   ) -> tuple[np.ndarray, np.ndarray]:
-    """All edges as one NaN-separated polyline ``(xs, ys)``: start, bend, end, NaN per edge.
+    """All edges as one NaN-separated polyline ``(xs, ys)``: 4 points and a NaN per edge.
 
-    An edge that skips columns (a residual connection, say) bends upwards by
-    ``0.3 * sqrt(columns skipped)`` so it does not hide behind the chain it jumps over.
-    With ``cross_only_for`` (a device column), only edges whose ends sit on
+    An edge that skips columns (a residual connection, say) is drawn as a
+    bracket ``0.3 * sqrt(columns skipped)`` above or below (alternating by
+    source) the chain it jumps over, so it is not hidden behind it. With
+    ``cross_only_for`` (a device column), only edges whose ends sit on
     different devices — the communication — are included.
     """
     pos = np.asarray(positions, dtype=float)
@@ -100,11 +101,16 @@ def edge_polyline(graph: OpGraph, positions: Any, *, cross_only_for: Sequence[st
     x0, x1 = pos[ij[:, 0], 0], pos[ij[:, 1], 0]
     y0, y1 = pos[ij[:, 0], 1], pos[ij[:, 1], 1]
     span = np.abs(x1 - x0)
-    bend = np.where(span > 1.5, 0.3 * np.sqrt(span), 0.0)
-    xs = np.full(4 * k - 1, np.nan)
-    ys = np.full(4 * k - 1, np.nan)
-    xs[0::4], xs[1::4], xs[2::4] = x0, (x0 + x1) / 2, x1
-    ys[0::4], ys[1::4], ys[2::4] = y0, (y0 + y1) / 2 + bend, y1
+    sign = np.where(ij[:, 0] % 2 == 0, 1.0, -1.0)
+    bend = np.where(span > 1.5, 0.3 * np.sqrt(span), 0.0) * sign
+    step = np.minimum(0.5, span / 4) * np.sign(x1 - x0)
+    xs = np.full(5 * k - 1, np.nan)
+    ys = np.full(5 * k - 1, np.nan)
+    xs[0::5], xs[1::5], xs[2::5], xs[3::5] = x0, x0 + step, x1 - step, x1
+    t = np.divide(step, x1 - x0, out=np.zeros(k), where=(x1 - x0) != 0)
+    ys[0::5], ys[3::5] = y0, y1
+    ys[1::5] = y0 + (y1 - y0) * t + bend
+    ys[2::5] = y1 - (y1 - y0) * t + bend
     return xs, ys
 
 

@@ -59,6 +59,7 @@ def graph_view(graph: OpGraph, cluster: Cluster, placement: Placement, *, pins: 
     p = figure(height=height, sizing_mode="stretch_width", output_backend="canvas",
                tools="pan,wheel_zoom,box_zoom,reset,save", active_scroll="wheel_zoom",
                title=f"{graph.name}: {graph.num_nodes} nodes, {graph.num_edges} edges")
+    p.y_range.min_interval = 6.0   # a one-row graph stays flat instead of filling the height with arcs
     p.axis.visible = False
     p.grid.visible = False
     p.toolbar.logo = None
@@ -144,8 +145,10 @@ def metrics_view(evaluation, cluster: Cluster) -> MetricsView:
                   tools="", toolbar_location=None, output_backend="canvas")
     load.hbar_stack(["compute", "communication"], y="device", height=0.7, source=src,
                     color=["#4c72b0", "#dd8452"], legend_label=["compute", "communication"])
-    load.legend.location = "bottom_right"
-    load.legend.label_text_font_size = "8pt"
+    legend = load.legend[0]
+    legend.orientation = "horizontal"
+    legend.label_text_font_size = "8pt"
+    load.add_layout(legend, "below")
     load.add_tools(HoverTool(tooltips=[("device", "@device"), ("compute", "@compute{0.000}"),
                                        ("communication", "@communication{0.000}"), ("load", "@load{0.000}"),
                                        ("nodes", "@nodes")]))
