@@ -272,3 +272,17 @@ def test_dp_agrees_with_contiguous_ilp(seed):
     except (InfeasibleError, SolverError):
         ilp_value = math.inf
     assert dp_value == pytest.approx(ilp_value, rel=1e-6) or (math.isinf(dp_value) and math.isinf(ilp_value))
+
+
+def test_memory_guard_and_device_count_cap():
+    g = chain(3)
+    many = Cluster((DeviceClass("fpga", "fpga", 4000), DeviceClass("cpu", "cpu", 4000, pays_communication=False)))
+    p = run_solver("dp", g, many)          # counts are capped at the number of supernodes
+    assert_valid(g, many, p, objective="throughput")
+    assert p.claimed_value == pytest.approx(2.0)   # one node per accelerator; the middle one pays twice
+    wide = OpGraph.from_records([{"id": f"n{i}", "latency": {"cpu": 1.0}} for i in range(10)], [])
+    with pytest.raises(SolverError, match=r"1,024 ideals x 121 device-count states.*max_memory_mb=1"):
+        run_solver("dp", wide, many, options={"max_memory_mb": 1})
+    big = Cluster(tuple(DeviceClass(f"c{i}", "fpga", 3) for i in range(12)))
+    with pytest.raises(SolverError, match="device-count states"):
+        run_solver("dp", chain(40), big)

@@ -59,6 +59,8 @@ class DPOptions(SolverOptions):
         "help": "merge zero-cost leaf nodes into their only neighbour: 'safe' keeps the optimum, 'always' also "
                 "when their memory could matter (the authors' rule, far fewer ideals), 'off'",
         "choices": ("safe", "always", "off")})
+    max_memory_mb: int = field(default=3000, metadata={
+        "help": "stop with an error when the DP tables would need more memory than this (MB)", "min": 1})
     heuristic_orders: int = field(default=6, metadata={
         "help": "topological orders whose prefixes give the first (upper-bound) placement", "min": 1, "max": 1000})
     growth: float = field(default=1.25, metadata={
@@ -197,6 +199,10 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
                   zero_cost_leaves=opts.zero_cost_leaves)
     stats.supernodes = ct.num
     classes = _dp_classes(cluster, pins, prob)
+    for cl in classes:   # more devices than supernodes can never be used
+        cl.count = min(cl.count, ct.num)
+    states = int(np.prod([cl.count + 1 for cl in classes], dtype=float))
+    _check_memory(states, 1, opts)
     pin_of = _check_pins(graph, ct, prob, pins)
     lat, size, forbid = _supernode_tables(graph, prob, ct, classes, pin_of)
     hyper = _hyperedges(prob, ct)
@@ -204,7 +210,9 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
                   pays=[cl.pays for cl in classes], link=[cl.link for cl in classes], cap=[cl.cap for cl in classes])
     n_orders = opts.heuristic_orders if ct.num * opts.heuristic_orders <= 20_000 else 1
     orders = topological_orders(ct.num, ct.succ_lists, n_orders, seed=0)
-    line = dp_core.Tables.build(prefix_family(ct.num, orders), **common)
+    family = prefix_family(ct.num, orders)
+    _check_memory(states, family.count, opts)
+    line = dp_core.Tables.build(family, **common)
     ub = dp_core.run(line, math.inf)
     stats.upper_bound = ub.value
     incumbent = _placement_from_chain(prob, ct, line, classes, ub.chain) if ub.chain else None
@@ -228,6 +236,7 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
         except TooManyIdeals as err:
             raise SolverError(_too_many_message(graph, cluster, pins, ct, err, opts)) from None
         stats.ideals = ids.count
+        _check_memory(states, ids.count, opts)
         hooks.report(0.1, f"{ids.count:,} ideals; building tables", force=True)
         tables = dp_core.Tables.build(ids, **common)
         result = _threshold_passes(tables, lat, classes, ub.value, opts, stats, hooks)
@@ -250,6 +259,14 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
                           f"{placement.claimed_value!r}")
     hooks.report(1.0, f"optimum {placement.claimed_value:.6g}", force=True)
     return placement
+
+
+def _check_memory(states: int, ideals: int, opts: DPOptions) -> None:
+    need = states * max(ideals, 1) * 13 / 2**20   # best value (8 bytes) + choice (4 + 1) per state and ideal
+    if need > opts.max_memory_mb:
+        raise SolverError(f"dp: {ideals:,} ideals x {states:,} device-count states need about {need:,.0f} MB "
+                          f"(limit max_memory_mb={opts.max_memory_mb}); fewer devices or pinned devices, a "
+                          f"coarsening (contract_layers, linearize) or a higher max_memory_mb would do")
 
 
 def _too_many_message(graph, cluster, pins, ct: Contracted, err: TooManyIdeals, opts: DPOptions) -> str:
