@@ -97,3 +97,29 @@ def test_onnx_upload_when_available():
     assert ok, ex.files.load_message.value
     assert ex.state.graph.num_nodes > 20
     assert len(ex.graph_panel.view.nodes.data["device"]) == ex.state.graph.num_nodes
+
+
+def test_graph_without_devices_gets_one_class_per_kind():
+    from viz_place.model import OpGraph
+    g = OpGraph.from_records([{"id": "a", "latency": {"cpu": 2.0, "gpu": 0.5}, "transfer_cost": 0.1},
+                              {"id": "b", "latency": {"cpu": 3.0}}], [("a", "b")])
+    ex = PlacementExplorer(g, load_bokehjs=False)
+    s = ex.state
+    assert [c.name for c in s.cluster.classes] == ["gpu", "cpu"]
+    assert s.evaluation.feasible and s.placement["b"] == "cpu:0"
+    s.move("a", "gpu:0")
+    assert s.evaluation.max_load == pytest.approx(evaluate(g, s.cluster, s.placement).max_load)
+
+
+def test_autosave_writes_the_session_after_each_change(tmp_path):
+    ex = PlacementExplorer("chain", load_bokehjs=False, workdir=tmp_path)
+    path = tmp_path / "sessions" / "explorer.session.json"
+    ex.files.autosave.value = True
+    s = ex.state
+    s.move(s.graph.node_ids[1], "fpga:2")
+    import json
+    data = json.loads(path.read_text())
+    assert data["placement"]["assignment"][s.graph.node_ids[1]] == "fpga:2"
+    s.undo()
+    data = json.loads(path.read_text())
+    assert data["placement"]["assignment"][s.graph.node_ids[1]] == "cpu:0"

@@ -22,11 +22,26 @@ from typing import Any, Callable, Mapping
 
 from viz_place.cost import IncrementalEvaluator, compile_problem, evaluate
 from viz_place.errors import PlacementError
-from viz_place.model import Cluster, OpGraph, Placement, validate_pins
+from viz_place.model import Cluster, DeviceClass, OpGraph, Placement, validate_pins
 from viz_place.render import starting_placement
 
 EVENTS = ("graph", "cluster", "pins", "placement", "history", "selected")
-DEFAULT_CLUSTER = Cluster.paper(max_fpgas=4, max_cpus=1, max_size_per_fpga=None)
+
+
+def default_cluster(graph: OpGraph) -> Cluster:
+    """The graph's own devices, else one class per latency kind of the graph: a host
+    ``cpu`` (1, pays no communication) and 4 of every other kind (unlimited memory).
+
+    >>> g = OpGraph.from_records([{"id": "a", "latency": {"cpu": 1.0, "gpu": 0.1}}], [])
+    >>> default_cluster(g).device_names
+    ('gpu:0', 'gpu:1', 'gpu:2', 'gpu:3', 'cpu:0')
+    """
+    if graph.default_cluster is not None:
+        return graph.default_cluster
+    kinds = list(graph.kinds) or ["cpu"]
+    accel = [DeviceClass(k, k, count=4) for k in kinds if k != "cpu"]
+    host = [DeviceClass("cpu", "cpu", count=1, pays_communication=False)] if "cpu" in kinds else []
+    return Cluster(tuple(accel + host))
 
 
 @dataclass(frozen=True)
@@ -69,7 +84,7 @@ class ExplorerState:
     # --- loading ---------------------------------------------------------------
     def _load(self, graph: OpGraph, cluster: Cluster | None, placement: Placement | None,
               pins: Mapping[str, str] | None) -> None:
-        cluster = cluster or graph.default_cluster or DEFAULT_CLUSTER
+        cluster = cluster or default_cluster(graph)
         pins = validate_pins(graph, cluster, pins)
         placement = placement or starting_placement(graph, cluster, pins)
         evaluation = evaluate(graph, cluster, placement, pins=pins)  # raises on unplaced nodes
