@@ -158,3 +158,31 @@ def test_untraceable_module_falls_back_to_torch_export():
     # the ONNX export spells attention as MatMul/Softmax: different ops, (nearly) the same arithmetic
     assert g.total_flops == pytest.approx(g_onnx.total_flops, rel=0.03)
     assert sum(n.size for n in g.nodes()) == pytest.approx(sum(n.size for n in g_onnx.nodes()), rel=0.01)
+
+
+class AttentionBlock(torch.nn.Module):
+    def __init__(self, d: int = 64, heads: int = 4) -> None:
+        super().__init__()
+        self.att = torch.nn.MultiheadAttention(d, heads, batch_first=True)
+        self.norm = torch.nn.LayerNorm(d)
+
+    def forward(self, x):
+        a, _ = self.att(x, x, x)
+        return self.norm(x + a)
+
+
+def test_multihead_attention_is_one_op_with_the_flops_of_its_export():
+    torch.manual_seed(0)
+    m, x = AttentionBlock().eval(), torch.randn(2, 16, 64)
+    g = read_torch(m, (x,))
+    assert [n.op_type for n in g.nodes()] == ["MultiheadAttention", "Add", "LayerNormalization"]
+    assert not g.notes
+    b, s, e, h = 2, 16, 64, 4
+    assert g.node("att").flops == 2 * b * 4 * s * e * e + b * 4 * s * e + 2 * 2 * b * s * s * e + 5 * b * h * s * s
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(m, (x,), buf, dynamo=False)
+    g_onnx = read_onnx(onnx.load_from_string(buf.getvalue()))
+    assert g.total_flops == pytest.approx(g_onnx.total_flops, rel=0.03)
+    assert g.node("att").size == pytest.approx(4 * (4 * e * e + 4 * e))

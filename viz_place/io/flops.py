@@ -13,6 +13,7 @@ LayerNorm, InstanceNorm, GroupNorm              5 * out
 LRN                                             out * (2 * size + 3)
 Softmax, LogSoftmax                             5 * out (max, subtract, exp, sum, divide)
 Attention (Q B,H,S,E; K, V B,H,T,E|Ev)          2*B*H*S*T*(E + Ev) + 5*B*H*S*T (softmax)
+MultiheadAttention (torch module, one op)       projections + Attention + output projection, biases
 element-wise (Add, Relu, ...)                   out per input beyond the first (n-ary), 1 for unary
 transcendental (Sigmoid, Tanh, Exp, Erf, ...)   4 * out
 data movement (Concat, Transpose, Slice, ...)   0 (their bytes still cost time)
@@ -55,7 +56,7 @@ MOVE = frozenset({"Concat", "Split", "Slice", "Transpose", "Gather", "GatherElem
 #: Every op type with a rule (anything else is estimated).
 KNOWN_OPS = (UNARY | TRANSCENDENTAL | BINARY | REDUCE | POOL | NORM5 | MOVE | VIEW
              | {"Conv", "ConvTranspose", "Gemm", "MatMul", "BatchNormalization", "LRN", "Softmax", "LogSoftmax",
-                "Attention"})
+                "Attention", "MultiheadAttention"})
 
 
 def numel(shape: Sequence[int] | None) -> int:
@@ -91,6 +92,8 @@ def op_flops(op_type: str, inputs: Sequence[Shape | None], outputs: Sequence[Sha
         heads = int(attrs.get("q_num_heads", 1))
         b, s, he = q
         return float(2 * b * s * t * (he + v[-1]) + 5 * b * heads * s * t), False
+    if op_type == "MultiheadAttention":  # torch.nn.MultiheadAttention as one op (torch.fx import)
+        return _mha_flops(inputs, attrs), False
     if op_type in POOL:
         kernel = attrs.get("kernel_shape") or ()
         return float(out * max(1, numel(kernel))), False
@@ -114,3 +117,17 @@ def op_flops(op_type: str, inputs: Sequence[Shape | None], outputs: Sequence[Sha
     if op_type in MOVE or op_type in VIEW:
         return 0.0, False
     return float(out), True
+
+
+def _mha_flops(inputs: Sequence[Shape | None], attrs: Mapping[str, Any]) -> float:
+    q, k, v = inputs[0], inputs[1], inputs[2]
+    batch_first = bool(attrs.get("batch_first", False))
+    if len(q) == 2:  # unbatched (S, E)
+        b, s, t = 1, q[0], k[0]
+    elif batch_first:
+        b, s, t = q[0], q[1], k[1]
+    else:
+        b, s, t = q[1], q[0], k[0]
+    e, kdim, vdim, heads = q[-1], k[-1], v[-1], int(attrs.get("num_heads", 1))
+    projections = 2 * b * (s * e * e + t * kdim * e + t * vdim * e + s * e * e) + b * (2 * s * e + 2 * t * e)
+    return float(projections + 2 * 2 * b * s * t * e + 5 * b * heads * s * t)

@@ -220,6 +220,11 @@ def _describe(node, modules):
         if op_type in ("Conv", "ConvTranspose", "Gemm"):
             bias = getattr(mod, "bias", None)
             return op_type, [x, tuple(mod.weight.shape), None if bias is None else tuple(bias.shape)], attrs, weights
+        if cls == "MultiheadAttention":
+            qkv = [node.args[i] if len(node.args) > i else node.kwargs.get(key)
+                   for i, key in enumerate(("query", "key", "value"))]
+            attrs = {"batch_first": bool(mod.batch_first), "num_heads": int(mod.num_heads)}
+            return op_type, [_shape_of(a) for a in qkv], attrs, weights
         if op_type in ("MaxPool", "AveragePool"):
             k = mod.kernel_size
             dims = len(x) - 2 if x else 2
