@@ -124,3 +124,24 @@ def test_import_errors_exit_2_with_one_line(capsys, tmp_path, extra, fragment):
     extra = [str(dev) if a == "DEV" else a for a in extra]
     code, _, err = run(capsys, "import", model, "--out", tmp_path / "x.json", *extra)
     assert code == 2 and fragment in err and err.count("\n") == 1
+
+
+def test_committed_samples_match_the_script(tmp_path):
+    import runpy
+    import sys
+    repo = Path(__file__).resolve().parents[1]
+    script = repo / "scripts" / "import_light_models.py"
+    argv = sys.argv
+    try:
+        sys.argv = [str(script), "--out", str(tmp_path)]
+        with pytest.raises(SystemExit) as done:
+            runpy.run_path(str(script), run_name="__main__")
+    finally:
+        sys.argv = argv
+    assert done.value.code == 0
+    made = sorted(p.name for p in tmp_path.glob("onnx_*.json"))
+    assert made and made == sorted(p.name for p in (repo / "sample_graphs").glob("onnx_*.json"))
+    for name in made:
+        fresh, committed = json.loads((tmp_path / name).read_text()), json.loads((repo / "sample_graphs" / name).read_text())
+        assert fresh == committed, f"sample_graphs/{name} is stale: run scripts/import_light_models.py"
+        assert (repo / "sample_graphs" / name).stat().st_size < 1.5e6
