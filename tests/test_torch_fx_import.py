@@ -186,3 +186,5 @@ def test_multihead_attention_is_one_op_with_the_flops_of_its_export():
     g_onnx = read_onnx(onnx.load_from_string(buf.getvalue()))
     assert g.total_flops == pytest.approx(g_onnx.total_flops, rel=0.03)
     assert g.node("att").size == pytest.approx(4 * (4 * e * e + 4 * e))
+    assert g.node("att").output_bytes == b * s * e * 4  # the unused attention weights are not shipped
+    assert g.node("att").output_bytes == g_onnx.nodes()[-1].output_bytes

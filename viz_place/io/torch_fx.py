@@ -94,7 +94,7 @@ def read_torch(module: Any, example_inputs: Sequence[Any], *, name: str | None =
     notes = []
     try:
         gm = symbolic_trace(module)
-    except Exception as fx_err:  # data-dependent Python (e.g. nn.MultiheadAttention): try torch.export
+    except Exception as fx_err:  # data-dependent Python (e.g. nn.TransformerEncoder): try torch.export
         fx_msg = f"{type(fx_err).__name__}: {' '.join(str(fx_err).split())[:200]}"
         try:
             gm = torch.export.export(module, tuple(example_inputs)).module()
@@ -171,9 +171,13 @@ def _ops_and_edges(gm, name: str):
                                    "output after shape propagation")
         op_type, in_shapes, attrs, weights = _describe(node, modules)
         weights += sum(weight_bytes[p.name] for p in inputs if p.name in const)
-        flops, estimated = op_flops(op_type, in_shapes, [tuple(outs[0].shape)], attrs)
+        try:
+            flops, estimated = op_flops(op_type, in_shapes, [tuple(outs[0].shape)], attrs)
+        except (IndexError, TypeError, ValueError) as err:
+            raise InputFormatError(f"module {name!r}: node {node.name!r} ({op_type}): inputs do not fit the op "
+                                   f"(shapes {in_shapes}): {err}") from None
         label = str(node.target) if node.op == "call_module" else node.name
-        ops.append(OpRecord(node.name, label, op_type, flops, weights, sum(_tensor_bytes(m) for m in outs), estimated,
+        ops.append(OpRecord(node.name, label, op_type, flops, weights, _used_output_bytes(node, outs), estimated,
                             _scope(node)))
         producers.add(node.name)
         for p in dynamic:
@@ -185,6 +189,16 @@ def _ops_and_edges(gm, name: str):
                 continue  # a graph input
             edge_bytes[(src, node.name)] = edge_bytes.get((src, node.name), 0.0) + nbytes
     return ops, [(u, v, b) for (u, v), b in edge_bytes.items()]
+
+
+def _used_output_bytes(node, outs) -> float:
+    """Bytes of the outputs something reads: for a multi-output op (``a, _ = attn(x)``)
+    only the elements taken by ``getitem``, as the ONNX reader counts only consumed outputs."""
+    if len(outs) > 1 and node.users and all(u.op == "call_function" and u.target is operator.getitem
+                                            and isinstance(u.args[1], int) for u in node.users):
+        used = {u.args[1] for u in node.users if u.users}  # `a, _ = attn(x)` makes a getitem for `_` too
+        return sum(_tensor_bytes(outs[i]) for i in used if -len(outs) <= i < len(outs))
+    return sum(_tensor_bytes(m) for m in outs)
 
 
 def _scope(node) -> str | None:
