@@ -126,6 +126,11 @@ def test_constants_fold_into_their_consumer_as_weights():
     ("ReduceMean", [("x", [3, 10])], [1, 1], {}, 30),
     ("Sigmoid", [("x", [3, 10])], [3, 10], {}, 120),
     ("Transpose", [("x", [3, 10])], [10, 3], {}, 0),
+    ("Einsum", [("x", [2, 5, 7]), ("w", [7, 3])], [2, 5, 3], {"equation": "bij,jk->bik"}, 2 * 2 * 5 * 7 * 3),
+    ("LSTM", [("x", [6, 2, 10]), ("w", [1, 4 * 8, 10]), ("r", [1, 4 * 8, 8])], [6, 1, 2, 8], {"hidden_size": 8},
+     6 * 2 * (2 * 4 * 8 * (10 + 8) + 24 * 8)),
+    ("GRU", [("x", [2, 6, 10]), ("w", [2, 3 * 8, 10]), ("r", [2, 3 * 8, 8])], [2, 6, 2, 8],
+     {"hidden_size": 8, "direction": "bidirectional", "layout": 1}, 2 * 6 * 2 * (2 * 3 * 8 * (10 + 8) + 17 * 8)),
 ])
 def test_flops_rules(op, inputs, out_shape, attrs, flops):
     inits = [_zeros(n, s) for n, s in inputs[1:]]
@@ -271,3 +276,10 @@ def test_run_time_shape_arithmetic_is_folded():
     assert g.node_ids == ("view", "mm")
     assert g.nx.edges["view", "mm"]["bytes"] == 8 * 3 * 4  # h = x reshaped to (4 % 5 * 2, -1) = (8, 3)
     assert g.node("mm").flops == 2 * (8 * 3) * 3
+
+
+def test_einsum_with_broadcasting_is_estimated_and_reported():
+    node = helper.make_node("Einsum", ["x", "w"], ["y"], name="ein", equation="...ij,jk->...ik")
+    g = read_onnx(_model([node], [_vi("x", [2, 5, 7])], [_vi("y", [2, 5, 3])], [_zeros("w", [7, 3])]))
+    assert g.node("ein").flops == 2 * 5 * 3
+    assert any("'Einsum'" in n and "'ein'" in n for n in g.notes)

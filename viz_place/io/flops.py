@@ -14,6 +14,8 @@ LRN                                             out * (2 * size + 3)
 Softmax, LogSoftmax                             5 * out (max, subtract, exp, sum, divide)
 Attention (Q B,H,S,E; K, V B,H,T,E|Ev)          2*B*H*S*T*(E + Ev) + 5*B*H*S*T (softmax)
 MultiheadAttention (torch module, one op)       projections + Attention + output projection, biases
+LSTM, GRU, RNN (G = 4, 3, 1 gates)              dirs * seq * batch * (2*G*H*(I + H) + 2*G*H + c*H), c = 24, 17, 4
+Einsum (explicit ``->``, no ``...``)            2 * product of every index's size (1x without a contraction)
 element-wise (Add, Relu, ...)                   out per input beyond the first (n-ary), 1 for unary
 transcendental (Sigmoid, Tanh, Exp, Erf, ...)   4 * out
 data movement (Concat, Transpose, Slice, ...)   0 (their bytes still cost time)
@@ -56,7 +58,7 @@ MOVE = frozenset({"Concat", "Split", "Slice", "Transpose", "Gather", "GatherElem
 #: Every op type with a rule (anything else is estimated).
 KNOWN_OPS = (UNARY | TRANSCENDENTAL | BINARY | REDUCE | POOL | NORM5 | MOVE | VIEW
              | {"Conv", "ConvTranspose", "Gemm", "MatMul", "BatchNormalization", "LRN", "Softmax", "LogSoftmax",
-                "Attention", "MultiheadAttention"})
+                "Attention", "MultiheadAttention", "LSTM", "GRU", "RNN", "Einsum"})
 
 
 def numel(shape: Sequence[int] | None) -> int:
@@ -94,6 +96,11 @@ def op_flops(op_type: str, inputs: Sequence[Shape | None], outputs: Sequence[Sha
         return float(2 * b * s * t * (he + v[-1]) + 5 * b * heads * s * t), False
     if op_type == "MultiheadAttention":  # torch.nn.MultiheadAttention as one op (torch.fx import)
         return _mha_flops(inputs, attrs), False
+    if op_type in _RNN_GATES:
+        return _rnn_flops(op_type, inputs, attrs), False
+    if op_type == "Einsum":
+        flops = _einsum_flops(str(attrs.get("equation", "")), inputs)
+        return (float(out), True) if flops is None else (flops, False)
     if op_type in POOL:
         kernel = attrs.get("kernel_shape") or ()
         return float(out * max(1, numel(kernel))), False
@@ -131,3 +138,35 @@ def _mha_flops(inputs: Sequence[Shape | None], attrs: Mapping[str, Any]) -> floa
     e, kdim, vdim, heads = q[-1], k[-1], v[-1], int(attrs.get("num_heads", 1))
     projections = 2 * b * (s * e * e + t * kdim * e + t * vdim * e + s * e * e) + b * (2 * s * e + 2 * t * e)
     return float(projections + 2 * 2 * b * s * t * e + 5 * b * heads * s * t)
+
+
+#: Gates and element-wise FLOPs per hidden unit and step (sigmoid/tanh = 4) of recurrent ops.
+_RNN_GATES = {"LSTM": (4, 24), "GRU": (3, 17), "RNN": (1, 4)}
+
+
+def _rnn_flops(op_type: str, inputs: Sequence[Shape | None], attrs: Mapping[str, Any]) -> float:
+    x, w = inputs[0], inputs[1]
+    gates, elementwise = _RNN_GATES[op_type]
+    seq, batch = (x[1], x[0]) if attrs.get("layout", 0) else (x[0], x[1])
+    dirs, hidden, size_in = w[0], w[1] // gates, w[2]
+    bias = 2 * gates * hidden if len(inputs) > 3 and inputs[3] is not None else 0
+    return float(dirs * seq * batch * (2 * gates * hidden * (size_in + hidden) + bias + elementwise * hidden))
+
+
+def _einsum_flops(equation: str, inputs: Sequence[Shape | None]) -> float | None:
+    """2 x the product of all index sizes for a contraction (1x for a pure product or
+    transpose); ``None`` (estimate) for implicit output or ``...`` broadcasting."""
+    eq = equation.replace(" ", "")
+    if "->" not in eq or "..." in eq:
+        return None
+    lhs, rhs = eq.split("->")
+    terms = lhs.split(",")
+    if len(terms) != len(inputs) or any(s is None or len(s) != len(t) for s, t in zip(inputs, terms)):
+        return None
+    sizes: dict[str, int] = {}
+    for term, shape in zip(terms, inputs):
+        for letter, dim in zip(term, shape):
+            sizes[letter] = max(sizes.get(letter, 1), int(dim))
+    total = math.prod(sizes.values())
+    contracted = set(sizes) - set(rhs)
+    return float((2 if contracted and len(terms) > 1 else 1) * total)

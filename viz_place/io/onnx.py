@@ -247,6 +247,8 @@ def _ops_and_edges(m: onnx.ModelProto, where: str, inference_note: str, notes: l
             nbytes(outs[0], nid)
         attrs = {a.name: helper.get_attribute_value(a) for a in n.attribute
                  if a.type in (onnx.AttributeProto.INT, onnx.AttributeProto.INTS, onnx.AttributeProto.FLOAT)}
+        attrs.update({a.name: a.s.decode("utf-8", "replace") for a in n.attribute
+                      if a.type == onnx.AttributeProto.STRING})
         try:
             flops, estimated = op_flops(n.op_type, in_shapes, out_shapes, attrs)
         except (IndexError, TypeError) as err:
