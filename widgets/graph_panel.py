@@ -16,7 +16,7 @@ from __future__ import annotations
 import ipywidgets as W
 
 from viz_place.errors import VizPlaceError
-from viz_place.render import graph_view, set_cluster, set_legend, set_pins, set_placement
+from viz_place.render import format_bytes, graph_view, set_cluster, set_legend, set_pins, set_placement
 
 from .common import bokeh_widget, error_html, escape_text, fmt, ok_html
 
@@ -135,7 +135,7 @@ class GraphPanel:
         pin = f" &middot; <b>pinned to {escape_text(s.pins[n])}</b>" if n in s.pins else ""
         self.info.value = (f"<b>{escape_text(node.name)}</b> ({escape_text(n)}) &middot; {escape_text(node.op_type)}"
                            f"{' (backward)' if node.backward else ''} &middot; on <b>{escape_text(where)}</b>{pin}"
-                           f" &middot; latency {escape_text(lat)} &middot; memory {fmt(node.size)}{extra}")
+                           f" &middot; latency {escape_text(lat)} &middot; memory {format_bytes(node.size)}{extra}")
 
     # --- actions -------------------------------------------------------------------
     def _guard(self, fn, *args) -> None:

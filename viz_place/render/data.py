@@ -56,6 +56,20 @@ def _fmt(x: float | None) -> str:
     return f"{x:.4g}"
 
 
+def format_bytes(x: float | None) -> str:
+    """Sizes for people (binary units).
+
+    >>> format_bytes(3 * 2**20), format_bytes(512.0), format_bytes(None)
+    ('3 MiB', '512 B', '-')
+    """
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(x) >= scale:
+            return f"{x / scale:.4g} {unit}"
+    return f"{x:.4g} B"
+
+
 def node_columns(graph: OpGraph, positions: Any) -> dict[str, list]:
     """Static per-node columns (position, labels for hover) in ``graph.node_ids`` order."""
     pos = np.asarray(positions, dtype=float)
@@ -68,7 +82,7 @@ def node_columns(graph: OpGraph, positions: Any) -> dict[str, list]:
         "op": [n.op_type for n in nodes],
         "dir": ["backward" if n.backward else "forward" for n in nodes],
         "lat": [", ".join(f"{k} {_fmt(v)}" for k, v in sorted(n.latency.items())) or "-" for n in nodes],
-        "mem": [_fmt(n.size) for n in nodes],
+        "mem": [format_bytes(n.size) for n in nodes],
     }
 
 
