@@ -5,8 +5,8 @@ these figures in widgets and calls the ``set_*`` updaters when its state changes
 
 >>> from viz_place.render import graph_view, layered_layout, starting_placement
 """
-from .data import (device_bar_columns, device_colours, device_column, edge_polyline, format_bytes, legend_columns, node_columns,
-                   pareto_front, pin_columns)
+from .data import (device_bar_columns, device_colours, device_column, edge_polyline, format_bytes, legend_columns,
+                   node_columns, pareto_front, pin_columns)
 from .figures import (CurveView, GraphView, MetricsView, TradeoffView, curve_view, graph_view, metrics_view,
                       set_cluster, set_legend, set_metrics, set_pins, set_placement, set_sweep, set_tradeoffs,
                       tradeoff_columns, tradeoff_view)
