@@ -251,6 +251,13 @@ def test_search_selects_by_name(ex):
     assert list(ex.graph_panel.view.nodes.selected.indices) == [4]
     ex.graph_panel.search.value = "no-such-node-anywhere"
     assert "no node matches" in ex.graph_panel.message.value
+    # a tap on empty canvas clears the selection; handlers are idempotent (jupyter_bokeh fires them twice)
+    ex.graph_panel.view.nodes.selected.indices = []
+    ex.graph_panel._on_tap("indices", [4], [])
+    assert ex.state.selected is None and ex.graph_panel.pin_button.disabled
+    for _ in range(2):
+        ex.graph_panel._on_tap("indices", [], [7])
+    assert ex.state.selected == ex.state.graph.node_ids[7]
 
 
 def test_export_all_formats_to_disk_and_download(ex, tmp_path):

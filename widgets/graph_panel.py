@@ -99,9 +99,8 @@ class GraphPanel:
 
     # --- selection -----------------------------------------------------------------
     def _on_tap(self, _attr, _old, new) -> None:
-        # Runs twice per browser event (jupyter_bokeh): idempotent.
-        if new:
-            self.state.select(self.state.graph.node_ids[int(new[0])])
+        # Runs twice per browser event (jupyter_bokeh): idempotent. A tap on empty canvas deselects.
+        self.state.select(self.state.graph.node_ids[int(new[0])] if new else None)
 
     def _on_search(self, change) -> None:
         hits = self.state.find(change["new"])
