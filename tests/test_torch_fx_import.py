@@ -188,3 +188,32 @@ def test_multihead_attention_is_one_op_with_the_flops_of_its_export():
     assert g.node("att").size == pytest.approx(4 * (4 * e * e + 4 * e))
     assert g.node("att").output_bytes == b * s * e * 4  # the unused attention weights are not shipped
     assert g.node("att").output_bytes == g_onnx.nodes()[-1].output_bytes
+
+
+class Tagger(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.rnn = torch.nn.LSTM(10, 8, num_layers=2, bidirectional=True)
+        self.out = torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        y, _ = self.rnn(x)
+        return self.out(y)
+
+
+def test_lstm_module_matches_its_onnx_export():
+    torch.manual_seed(0)
+    m, x = Tagger().eval(), torch.randn(6, 2, 10)
+    g = read_torch(m, (x,))
+    assert not g.notes and g.node("rnn").op_type == "LSTM"
+    # layer 1: input 10, layer 2: input 2 * 8 (both directions), 4 gates, hidden 8
+    per_step = sum(2 * (2 * 4 * 8 * (i + 8) + 8 * 8 + 24 * 8) for i in (10, 16))
+    assert g.node("rnn").flops == 6 * 2 * per_step
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(m, (x,), buf, dynamo=False)
+    g_onnx = read_onnx(onnx.load_from_string(buf.getvalue()))
+    assert not [n for n in g_onnx.notes if "estimated" in n]
+    assert sum(n.flops for n in g_onnx.nodes() if n.op_type == "LSTM") == pytest.approx(g.node("rnn").flops, rel=1e-9)
+    assert g.total_flops == pytest.approx(g_onnx.total_flops, rel=0.01)

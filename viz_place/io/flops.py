@@ -145,9 +145,16 @@ _RNN_GATES = {"LSTM": (4, 24), "GRU": (3, 17), "RNN": (1, 4)}
 
 
 def _rnn_flops(op_type: str, inputs: Sequence[Shape | None], attrs: Mapping[str, Any]) -> float:
-    x, w = inputs[0], inputs[1]
+    x = inputs[0]
     gates, elementwise = _RNN_GATES[op_type]
+    if len(x) == 2:  # unbatched (seq, input), torch only
+        x = (x[0], 1, x[1])
     seq, batch = (x[1], x[0]) if attrs.get("layout", 0) else (x[0], x[1])
+    if "torch_layers" in attrs:  # a torch nn.LSTM/GRU/RNN module: every layer, biases always there if bias=True
+        dirs, bias = attrs["directions"], 2 * gates if attrs.get("bias", True) else 0
+        return float(sum(dirs * seq * batch * (2 * gates * h * (i + h) + bias * h + elementwise * h)
+                         for i, h in attrs["torch_layers"]))
+    w = inputs[1]
     dirs, hidden, size_in = w[0], w[1] // gates, w[2]
     bias = 2 * gates * hidden if len(inputs) > 3 and inputs[3] is not None else 0
     return float(dirs * seq * batch * (2 * gates * hidden * (size_in + hidden) + bias + elementwise * hidden))

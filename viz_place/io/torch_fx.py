@@ -234,6 +234,8 @@ def _describe(node, modules):
         if op_type in ("Conv", "ConvTranspose", "Gemm"):
             bias = getattr(mod, "bias", None)
             return op_type, [x, tuple(mod.weight.shape), None if bias is None else tuple(bias.shape)], attrs, weights
+        if cls in ("LSTM", "GRU", "RNN") and x is not None:
+            return cls, [x], _recurrent_attrs(mod, x), weights
         if cls == "MultiheadAttention":
             qkv = [node.args[i] if len(node.args) > i else node.kwargs.get(key)
                    for i, key in enumerate(("query", "key", "value"))]
@@ -258,6 +260,14 @@ def _describe(node, modules):
         k = node.args[1] if len(node.args) > 1 else node.kwargs.get("kernel_size", 1)
         attrs["kernel_shape"] = tuple(k) if isinstance(k, (tuple, list)) else (k, k)
     return op_type, shapes, attrs, 0.0
+
+
+def _recurrent_attrs(mod, x) -> dict:
+    """``nn.LSTM``/``GRU``/``RNN`` as one op: the ``layers`` of the module as (input, hidden) pairs."""
+    dirs = 2 if mod.bidirectional else 1
+    return {"layout": int(bool(mod.batch_first) and len(x) == 3), "torch_layers": tuple(
+        (mod.input_size if i == 0 else mod.hidden_size * dirs, mod.hidden_size) for i in range(mod.num_layers)),
+        "directions": dirs, "bias": bool(mod.bias)}
 
 
 def _adaptive(op_type: str, x, out_shape) -> tuple[str, dict]:
