@@ -209,21 +209,34 @@ def finish(prob: CompiledProblem, *, solver: str, objective: str, options: dict,
 
 def best_warm_start(prob: CompiledProblem, pins: dict[str, str], objective: str, names: Sequence[str], *,
                     accept: Callable[[np.ndarray], bool] | None = None,
-                    options: dict[str, dict] | None = None) -> tuple[np.ndarray, str] | None:
+                    options: dict[str, dict] | None = None,
+                    cancel: Callable[[], bool] | None = None,
+                    budget: float | None = None) -> tuple[np.ndarray, str] | None:
     """Run the registered solvers ``names`` (skipping missing ones and failures) and return the
-    best valid placement (device indices, solver name) under ``objective`` that ``accept`` allows."""
+    best valid placement (device indices, solver name) under ``objective`` that ``accept`` allows.
+
+    ``budget``: seconds each solver may run before its cancel hook fires (it then returns its best
+    placement so far, or fails and is skipped)."""
+    import time
     from ..errors import VizPlaceError
     from .registry import _REGISTRY, run_solver
     best: tuple[float, np.ndarray, str] | None = None
     for name in names:
+        if cancel is not None and cancel() and best is not None:
+            break
         info = _REGISTRY.get(name)
         if info is None or not info.available():
             continue
         import dataclasses
         known = {f.name for f in dataclasses.fields(info.options_cls)}
         opts = {k: v for k, v in ((options or {}).get(name) or {}).items() if k in known}
+        deadline = None if budget is None else time.perf_counter() + budget
+
+        def stop(deadline=deadline) -> bool:
+            return bool((cancel is not None and cancel()) or (deadline is not None and time.perf_counter() > deadline))
+
         try:
-            p = run_solver(name, prob.graph, prob.cluster, pins=pins or None, options=opts)
+            p = run_solver(name, prob.graph, prob.cluster, pins=pins or None, options=opts, cancel=stop)
         except VizPlaceError:
             continue
         dev = prob.to_index_array(p)

@@ -5,8 +5,9 @@
   open the next; what fits nowhere (or runs on no accelerator) goes to a CPU.
 * ``single-device`` — everything on the one device that is best for the
   objective, among those that can hold it all.
-* ``topo-fill`` — fill the devices in topological order, each up to an equal
-  share of the total compute.
+* ``topo-fill`` — fill the accelerators in topological order, each up to an
+  equal share of the total compute (the last takes the rest); host CPUs take
+  what no accelerator can run or hold.
 * ``pipedream`` — PipeDream-style: linearise the graph (topological order of
   the colocation groups), then split that chain optimally into consecutive
   blocks, one per device (a DP over prefixes, see :mod:`.baselines_chain`).
@@ -78,7 +79,7 @@ class SingleDeviceOptions(SolverOptions):
 
 @dataclass(frozen=True)
 class TopoFillOptions(SolverOptions):
-    """No options: devices are filled in cluster order, accelerators first."""
+    """No options: the accelerators are filled in cluster order (hosts take what they cannot run or hold)."""
 
 
 @dataclass(frozen=True)
@@ -170,13 +171,14 @@ def solve_single_device(graph: OpGraph, cluster: Cluster, *, pins=None, options=
 
 def solve_topo_fill(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress=None,
                     cancel=None) -> Placement:
-    """Fill devices (accelerators first) in topological order, each up to an equal share of the compute."""
+    """Fill the accelerators in topological order, each up to an equal share of the compute."""
     watch = Stopwatch()
     opts, pins, prob = _setup(graph, cluster, pins, options, TopoFillOptions)
     allowed = allowed_devices(prob, pins)
     sizes = group_sizes(prob)
     pinned = pinned_groups(prob, pins)
-    order = sorted(range(prob.num_devices), key=lambda d: (not prob.pays[d], d))
+    # fill the accelerators (host CPUs only take what no accelerator runs or holds); without any, the hosts
+    order = [d for d in range(prob.num_devices) if prob.pays[d]] or list(range(prob.num_devices))
     G = len(prob.groups)
     share = sum(min(group_lat(prob, g, d) for d in allowed[g]) for g in range(G)) / max(1, len(order))
     used = np.zeros(prob.num_devices)

@@ -47,7 +47,7 @@ from .base import Hooks, SolverOptions, Stopwatch, make_options
 from .milp import BACKENDS, solve_milp
 from .registry import SolverInfo, register
 
-WARM_SOLVERS = ("greedy-latency", "single-device", "dp", "pipedream", "topo-fill")
+WARM_SOLVERS = ("greedy-latency", "single-device", "topo-fill", "pipedream", "dp")
 
 
 @dataclass(frozen=True)
@@ -236,6 +236,7 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
     if opts.warm_start:
         hooks.report(0.0, "warm start: greedy-latency and other baselines", force=True)
         warm = best_warm_start(prob, pins, "latency", WARM_SOLVERS, accept=convex_ok,
+                               cancel=lambda: hooks.cancelled, budget=max(1.0, opts.time_limit / 4),
                                options={"single-device": {"objective": "latency"}})
     if q > 1:   # the contiguous optimum first: a warm start and a fallback the evaluator always schedules
         hooks.report(0.0, "solving the contiguous model (q = 1) first", force=True)

@@ -224,9 +224,9 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
     if opts.warm_start:
         hooks.report(0.0, "warm start: DP and heuristic baselines", force=True)
         warm = best_warm_start(prob, pins, objective, WARM_SOLVERS, accept=convex_ok if opts.contiguous else None,
-                               options={"dp": {"time_limit": max(1.0, opts.time_limit / 4)},
-                                        "local-search": {"seed": 0, "restarts": 2, "time_limit":
-                                                         max(0.5, opts.time_limit / 10)}})
+                               cancel=lambda: hooks.cancelled, budget=max(1.0, opts.time_limit / 4),
+                               options={"local-search": {"seed": 0, "restarts": 2,
+                                                         "time_limit": max(0.5, opts.time_limit / 10)}})
         if warm is not None:
             warm = (canonical(prob, warm[0], sym_sets), warm[1])
             value = evaluate_indices(prob, warm[0]).value(objective)
