@@ -199,6 +199,7 @@ class LabSession:
         """Choose the first option starting with ``prefix`` in the dropdown labelled ``widget_label``."""
         box = self.page.locator(".widget-dropdown", has=self.page.locator("label", has_text=widget_label)).first
         sel = box.locator("select")
+        sel.wait_for(timeout=20000)   # tabs are built when first opened
         options = sel.locator("option").all_inner_texts()
         sel.select_option(label=next(o for o in options if o.startswith(prefix)))
 

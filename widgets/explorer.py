@@ -28,6 +28,7 @@ from .state import ExplorerState
 from .tradeoffs_panel import TradeoffsPanel
 
 TABS = ("Node & pins", "Devices", "Solver", "Metrics", "Trade-offs", "Load & export")
+_TAB_KEYS = {1: "devices", 2: "solver", 4: "tradeoffs", 5: "files"}
 
 
 def resolve_graph(graph_or_path: Any) -> OpGraph:
@@ -70,14 +71,18 @@ class PlacementExplorer(W.VBox):
             _load_bokehjs()
         self.state = ExplorerState(resolve_graph(graph_or_path), cluster, placement, pins)
         self.graph_panel = GraphPanel(self.state)
-        self.devices = DevicesEditor(self.state)
-        self.solver = SolverPanel(self.state)
         self.metrics = MetricsPanel(self.state)
-        self.tradeoffs = TradeoffsPanel(self.state)
-        self.files = FilesPanel(self.state, workdir=workdir)
-        self.tabs = W.Tab(children=[self.graph_panel.controls, self.devices.widget, self.solver.widget,
-                                    self.metrics.widget, self.tradeoffs.widget, self.files.widget])
+        # The other panels are built when their tab is first opened (or the attribute first
+        # used): fewer widgets to create up front makes the explorer open faster.
+        self._factories = {"devices": lambda: DevicesEditor(self.state), "solver": lambda: SolverPanel(self.state),
+                           "tradeoffs": lambda: TradeoffsPanel(self.state),
+                           "files": lambda: FilesPanel(self.state, workdir=workdir)}
+        self._panels: dict[str, Any] = {}
+        self._slots = {k: W.VBox() for k in self._factories}
+        self.tabs = W.Tab(children=[self.graph_panel.controls, self._slots["devices"], self._slots["solver"],
+                                    self.metrics.widget, self._slots["tradeoffs"], self._slots["files"]])
         self.tabs.titles = TABS
+        self.tabs.observe(self._on_tab, "selected_index")
         self.title = W.HTML()
         self.state.on("graph", lambda s, **_: self._title())
         self._title()
@@ -85,9 +90,43 @@ class PlacementExplorer(W.VBox):
                          layout=W.Layout(width="100%"))
         self.add_class("vp-explorer")
 
+    # --- panels (built on first use) ------------------------------------------------
+    def _panel(self, key: str):
+        panel = self._panels.get(key)
+        if panel is None:
+            panel = self._panels[key] = self._factories[key]()
+            self._slots[key].children = (panel.widget,)
+        return panel
+
+    def _on_tab(self, change) -> None:
+        key = _TAB_KEYS.get(change["new"])
+        if key is not None:
+            self._panel(key)
+
+    @property
+    def devices(self) -> DevicesEditor:
+        return self._panel("devices")
+
+    @property
+    def solver(self) -> SolverPanel:
+        return self._panel("solver")
+
+    @property
+    def tradeoffs(self) -> TradeoffsPanel:
+        return self._panel("tradeoffs")
+
+    @property
+    def files(self) -> FilesPanel:
+        return self._panel("files")
+
     def bokeh_widgets(self) -> list:
-        """The embedded Bokeh figures (graph, metrics, trade-offs, training curve)."""
-        return [self.graph_panel.widget, self.metrics.bars_widget, self.tradeoffs.plots, self.solver.curve_widget]
+        """The embedded Bokeh figures built so far (graph, metrics, trade-offs, training curve)."""
+        out = [self.graph_panel.widget, self.metrics.bars_widget]
+        if "tradeoffs" in self._panels:
+            out.append(self._panels["tradeoffs"].plots)
+        if "solver" in self._panels:
+            out.append(self._panels["solver"].curve_widget)
+        return out
 
     def refresh(self) -> None:
         """Re-send every figure in full (after a page reload with a running kernel, call this
