@@ -8,7 +8,6 @@ from __future__ import annotations
 import datetime
 import json
 import math
-import threading
 import time
 from dataclasses import dataclass, field
 

@@ -123,3 +123,14 @@ def test_autosave_writes_the_session_after_each_change(tmp_path):
     s.undo()
     data = json.loads(path.read_text())
     assert data["placement"]["assignment"][s.graph.node_ids[1]] == "cpu:0"
+
+
+def test_open_from_a_path_and_a_clear_error_for_an_unknown_name(tmp_path):
+    from viz_place.errors import InputFormatError
+    from viz_place.samples import sample_dir
+    ex = PlacementExplorer(sample_dir() / "fork_join.json", load_bokehjs=False)
+    assert ex.state.graph.name == "fork_join"
+    with pytest.raises(InputFormatError, match="unknown sample graph 'no-such-graph'"):
+        PlacementExplorer("no-such-graph", load_bokehjs=False)
+    with pytest.raises(InputFormatError, match="not found"):
+        PlacementExplorer(tmp_path / "missing.json", load_bokehjs=False)
