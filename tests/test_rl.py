@@ -249,3 +249,48 @@ def test_cancel_returns_best_so_far():
     p = run_solver("rl", g, g.default_cluster, options={"mode": "sample", "time_limit": 60}, cancel=cancel)
     assert p.status == "cancelled"
     assert_valid(g, g.default_cluster, p)
+
+
+def test_initial_placement_is_valid_and_no_worse_than_the_plain_fill():
+    from viz_place.solvers.rl.start import initial_placement, threshold_fill
+    checked = 0
+    for seed in range(80):
+        inst = random_instance(seed, n_min=4, n_max=12)
+        prob = compile_problem(inst.graph, inst.cluster)
+        pins = {inst.graph.index[n]: inst.cluster.device_index(d) for n, d in inst.pins.items()}
+        try:
+            env = PlacementEnv(prob, pins)
+            plain = topo_fill(env)
+        except InfeasibleError:
+            continue
+        dev = initial_placement(env)
+        ev = evaluate_indices(prob, np.array(dev), pins=inst.pins)
+        assert not ev.violations, (seed, ev.violations)
+        assert ev.max_load <= evaluate_indices(prob, np.array(plain)).max_load + 1e-9
+        tight = threshold_fill(env, 0.0)          # nothing fits under a zero threshold
+        assert tight is None or all(prob.lat[i, d] == 0 for i, d in enumerate(tight) if prob.n)
+        checked += 1
+    assert checked >= 60
+
+
+def test_memory_bound_start_uses_the_host():
+    """Training graph whose accelerators cannot hold everything: the start beats the plain fill."""
+    from viz_place.solvers.rl.start import initial_placement
+    g = make_graph("fork_join", 40, seed=1004, training=True)
+    prob = compile_problem(g, g.default_cluster)
+    env = PlacementEnv(prob)
+    plain = evaluate_indices(prob, np.array(topo_fill(env))).max_load
+    ev = evaluate_indices(prob, np.array(initial_placement(env)))
+    assert not ev.violations
+    assert ev.max_load < 0.9 * plain
+
+
+@pytest.mark.parametrize("name", ["viz_place.solvers.rl", "viz_place.solvers.rl.features", "viz_place.solvers.rl.env",
+                                  "viz_place.solvers.rl.policy", "viz_place.solvers.rl.rollout",
+                                  "viz_place.solvers.rl.start", "viz_place.solvers.rl.train",
+                                  "viz_place.solvers.rl.solver"])
+def test_docstring_examples_run(name):
+    import doctest
+    import importlib
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0

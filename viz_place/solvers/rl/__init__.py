@@ -21,7 +21,7 @@ register(SolverInfo(
     solve=solve,
     options_cls=RLOptions,
     objective="any",
-    description="learned placer after Placeto: a trained policy improves the topological fill sweep by sweep "
+    description="learned placer after Placeto: a trained policy improves a contiguous fill sweep by sweep "
                 "(zero-shot, best-of-K sampled, or fine-tuned on the graph)",
     exact=False,
 ))

@@ -39,7 +39,8 @@ from ...errors import InfeasibleError
 from .features import GROUP_DIM, group_embeddings
 
 DEVICE_NAMES = ("current", "host", "speed", "lat", "load", "new_load", "new_objective", "new_shaped",
-                "free_memory", "neighbours", "bottleneck", "inv_devices")
+                "free_memory", "neighbours", "bottleneck", "inv_devices", "improves", "best_shaped",
+                "best_objective")
 STATE_NAMES = ("on_host", "own_load", "start_time")
 DEV_DIM = len(DEVICE_NAMES)
 STATE_DIM = len(STATE_NAMES)
@@ -207,6 +208,9 @@ class PlacementEnv:
             on[cand_arr] / max(len(nb), 1),
             np.array([loads[d] >= M * (1 - _TOL) for d in cand_arr], dtype=float),
             np.full(k, 1.0 / self.D),
+            np.sign(np.round((J - new_J) / scale, 12)),
+            (new_J <= new_J.min() + 1e-12 * scale).astype(float),
+            (new_obj <= new_obj.min() + 1e-12 * scale).astype(float),
         ], axis=1)
         state = np.array([self.host[cur], loads[cur] / M, self._start[g]])
         rows = np.empty((k, IN_DIM))

@@ -29,7 +29,7 @@ from .env import IN_DIM
 from .features import BASE_NAMES
 
 #: Bumped whenever the meaning of an input column changes; saved policies must match.
-FEATURE_VERSION = 1
+FEATURE_VERSION = 2
 SHIPPED_POLICY = "rl_policy.npz"
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -39,13 +39,15 @@ class SweepResult:
 
 
 def sweep(env: PlacementEnv, policy: Policy, rng: np.random.Generator, *, greedy: bool,
-          temperature: float = 1.0, record: bool = False, stop: Callable[[], bool] | None = None) -> SweepResult:
+          temperature: float = 1.0, record: bool = False, stop: Callable[[], bool] | None = None,
+          order: Sequence[int] | None = None) -> SweepResult:
     """Visit every free group once (topological order) and move it where the policy says.
 
     ``greedy`` takes the best-scored device, else samples from the softmax at
     ``temperature``. Rewards are the decrease of the shaped objective divided by
     the objective at the start of the sweep. ``best_dev`` is a copy of the best
-    placement visited (``None`` if nothing beat the start).
+    placement visited (``None`` if nothing beat the start). ``order`` visits the
+    groups in another order (default: :attr:`PlacementEnv.free_groups`, topological).
     """
     start = env.objective()
     scale = start if start > 0 else 1.0
@@ -53,7 +55,7 @@ def sweep(env: PlacementEnv, policy: Policy, rng: np.random.Generator, *, greedy
     best, best_dev = start, None
     cur_J = env.shaped(env.inc.loads, start)
     out = SweepResult(start, start, start, None)
-    for n_step, g in enumerate(env.free_groups):
+    for n_step, g in enumerate(env.free_groups if order is None else order):
         if stop is not None and n_step % 16 == 0 and stop():
             break
         obs = env.observe(g)

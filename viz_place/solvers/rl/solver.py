@@ -1,17 +1,21 @@
 """The ``rl`` solver: place a graph with a trained policy (zero-shot, best-of-K, or fine-tuned).
 
-Starts from the topological fill, then improves it sweep by sweep:
+Starts from the best contiguous fill in topological order (:mod:`.start`), then improves it
+sweep by sweep:
 
 * ``mode="greedy"`` — ``sweeps`` greedy sweeps (one by default: the zero-shot placement);
-* ``mode="sample"`` — greedy sweeps until one stops helping, then sampled sweeps
-  (``temperature``) from the best placement so far, until ``time_limit`` or
-  ``samples`` sweeps or ``max_evaluations``;
-* ``mode="finetune"`` (default) — like ``sample`` but each batch of sampled sweeps
-  also updates a copy of the policy by REINFORCE on this graph, with a closing
-  greedy sweep of the fine-tuned policy.
+* ``mode="sample"`` — greedy sweeps until one stops helping, then rounds of one
+  sampled sweep (``temperature``) from the best placement so far followed by greedy
+  sweeps while they help (best of K perturb-and-descend rounds), until ``time_limit``,
+  ``samples`` rounds, ``patience`` rounds without gain or ``max_evaluations``;
+* ``mode="finetune"`` (default) — like ``sample``, and every ``rollouts`` sampled
+  sweeps also update a copy of the policy by REINFORCE on this graph, so later
+  rounds use the fine-tuned policy.
 
 The best placement visited is returned; its ``claimed_value`` is recomputed by
-:func:`viz_place.cost.evaluate_indices` (the single source of truth).
+:func:`viz_place.cost.evaluate_indices` (the single source of truth). Its
+``options["stats"]`` records the objective of the start, of the zero-shot sweep
+and of the result, the number of sweeps and of evaluations (candidate placements tried).
 
 >>> from viz_place.samples import make_graph
 >>> g = make_graph("residual", 30, seed=3)
@@ -29,9 +33,10 @@ from ...cost import compile_problem, evaluate_indices
 from ...errors import SolverError
 from ...model import Cluster, OpGraph, Placement, validate_pins
 from ..base import Hooks, SolverOptions, Stopwatch, make_options
-from .env import PlacementEnv, topo_fill
+from .env import PlacementEnv
 from .policy import load_policy
 from .rollout import sweep
+from .start import initial_placement
 from .train import Learner
 
 
@@ -50,6 +55,10 @@ class RLOptions(SolverOptions):
     samples: int = field(default=0, metadata={"help": "max sampled sweeps (0 = until the time limit)", "min": 0})
     max_evaluations: int = field(default=0, metadata={"help": "stop after this many candidate evaluations "
                                                       "(0 = no limit)", "min": 0})
+    patience: int = field(default=0, metadata={"help": "stop after this many sampled sweeps without improvement "
+                                               "(0 = search until the time limit)", "min": 0})
+    shuffle: bool = field(default=True, metadata={"help": "descent sweeps after a sampled sweep visit the groups "
+                                                  "in a random order (else topological)"})
     rollouts: int = field(default=4, metadata={"help": "sampled sweeps per fine-tuning update", "min": 1, "max": 64})
     temperature: float = field(default=1.0, metadata={"help": "softmax temperature of sampled sweeps", "min": 0.01})
     lr: float = field(default=1e-3, metadata={"help": "fine-tuning learning rate (Adam)", "min": 0.0})
@@ -62,11 +71,12 @@ class RLOptions(SolverOptions):
             raise SolverError(f"option 'policy': expected a file path, got {self.policy!r}")
 
 
-def _dev_to_placement(prob, dev, env_obj, opts: RLOptions, pins, wall: float, status: str, msg: str) -> Placement:
+def _dev_to_placement(prob, dev, opts: RLOptions, pins, wall: float, status: str, msg: str,
+                      stats: dict) -> Placement:
     ev = evaluate_indices(prob, np.asarray(dev), pins=pins)
     value = ev.value(opts.objective)
     return Placement(prob.to_assignment(dev), solver="rl", status=status, objective=opts.objective,
-                     claimed_value=value, options=opts.to_dict(), wall_time=wall, message=msg)
+                     claimed_value=value, options={**opts.to_dict(), "stats": stats}, wall_time=wall, message=msg)
 
 
 def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress=None, cancel=None) -> Placement:
@@ -80,7 +90,7 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
     pin_idx = {graph.index[n]: cluster.device_index(d) for n, d in pins.items()}
     env = PlacementEnv(prob, pin_idx, objective=opts.objective, shaping=opts.shaping)
     rng = np.random.default_rng([opts.seed, 7])
-    start = topo_fill(env)
+    start = initial_placement(env)
     env.reset(start)
     best_val, best_dev = env.objective(), list(start)
     first_val = best_val
@@ -120,28 +130,40 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
         if opts.mode == "finetune":
             learner = Learner(policy.copy(), lr=opts.lr, gamma=0.95, clip=1.0, baseline_decay=0.8,
                               rollouts=opts.rollouts, seed=opts.seed)
-        n_samples = 0
-        while not stop_search() and (opts.samples == 0 or n_samples < opts.samples):
-            if learner is None:
-                env.reset(best_dev)
-                res = sweep(env, policy, rng, greedy=False, temperature=opts.temperature, stop=stop_search)
-                n_samples += 1
-                take(res)
-            else:
-                out = learner.update(env, best_dev, "this", 0.0, stop=stop_search)
-                n_samples += opts.rollouts
-                if out["best_dev"] is not None and out["best"] < best_val * (1 - 1e-12):
-                    best_val, best_dev = out["best"], out["best_dev"]
+        pol = policy if learner is None else learner.policy
+        n_samples, last_gain, batch = 0, 0, []
+        while not stop_search() and (opts.samples == 0 or n_samples < opts.samples) and \
+                (opts.patience == 0 or n_samples - last_gain < opts.patience):
+            # Perturb: a sampled sweep from the best placement; then descend with greedy sweeps.
+            env.reset(best_dev)
+            res = sweep(env, pol, rng, greedy=False, temperature=opts.temperature, record=learner is not None,
+                        stop=stop_search)
+            n_samples += 1
+            gained = take(res)
+            for _ in range(100):
+                if stop_search():
+                    break
+                res2 = sweep(env, pol, rng, greedy=True, stop=stop_search,
+                             order=rng.permutation(env.free_groups).tolist() if opts.shuffle else None)
+                sweeps_done += 1
+                gained = take(res2) or gained
+                if not res2.best < res2.start * (1 - 1e-12):
+                    break
+            if gained:
+                last_gain = n_samples
+            if learner is not None:
+                batch.append(res)
+                if len(batch) == opts.rollouts:
+                    learner.learn(batch, "this", 0.0)
+                    batch = []
             hooks.report(min(1.0, watch.elapsed / opts.time_limit) if opts.time_limit > 0 else None,
                          f"{n_samples} sampled sweeps: best {best_val:.6g}", incumbent=best_val,
                          data={"sweep": sweeps_done + n_samples, "best": best_val})
         sweeps_done += n_samples
-        if learner is not None and not hooks.cancelled and not out_of_budget():
-            env.reset(best_dev)
-            take(sweep(env, learner.policy, rng, greedy=True, stop=out_of_budget))
-            sweeps_done += 1
         cancelled = hooks.cancelled
-    msg = (f"start (topological fill) {first_val:.6g}, zero-shot {zero_shot:.6g}, best {best_val:.6g} after "
+    msg = (f"start (contiguous fill) {first_val:.6g}, zero-shot {zero_shot:.6g}, best {best_val:.6g} after "
            f"{sweeps_done} sweeps and {env.evaluations} evaluations")
-    return _dev_to_placement(prob, best_dev, best_val, opts, pins, watch.elapsed,
-                             "cancelled" if cancelled else "heuristic", msg)
+    stats = {"start": first_val, "zero_shot": zero_shot, "best": best_val, "sweeps": sweeps_done,
+             "evaluations": env.evaluations}
+    return _dev_to_placement(prob, best_dev, opts, pins, watch.elapsed, "cancelled" if cancelled else "heuristic",
+                             msg, stats)

@@ -5,7 +5,7 @@ start, computes discounted rewards-to-go, subtracts a per-step baseline (an
 exponential moving average of the return at that step — step = the group being
 placed — per problem and kind of start), normalises the advantages, adds an
 entropy bonus that decays linearly to zero, clips the gradient's global norm
-and takes an Adam step. Starts alternate between the topological fill and the
+and takes an Adam step. Starts alternate between the contiguous fill (:mod:`.start`) and the
 best placement found so far on that problem, mirroring how the solver improves a
 placement sweep after sweep. Everything random flows from one seed: the same
 config gives the same policy (when no time limit cuts the run short).
@@ -29,9 +29,10 @@ from ...errors import SolverError
 from ...model import Cluster
 from ...samples import FAMILIES, make_graph
 from ..base import Hooks
-from .env import PlacementEnv, topo_fill
+from .env import PlacementEnv
 from .policy import Adam, Policy, clip_by_norm
 from .rollout import reinforce_gradient, returns, sweep
+from .start import initial_placement
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,10 @@ class Learner:
         for _ in range(self.rollouts):
             env.reset(start_dev)
             results.append(sweep(env, self.policy, self.rng, greedy=False, record=True, stop=stop))
+        return self.learn(results, key, entropy)
+
+    def learn(self, results: list, key: Any, entropy: float) -> dict[str, Any]:
+        """One gradient step from recorded sweeps (:class:`~.rollout.SweepResult`) of one problem."""
         base = self.baselines.setdefault(key, {})
         rows, actions, adv, batch = [], [], [], {}
         for res in results:
@@ -181,7 +186,7 @@ def train_policy(cfg: TrainConfig, *, policy: Policy | None = None, progress=Non
     hooks = Hooks(progress, cancel, min_interval=0.0)
     pool = graph_pool(cfg)
     envs = [PlacementEnv(compile_problem(g, c), objective=cfg.objective, shaping=cfg.shaping) for g, c in pool]
-    fills = [topo_fill(e) for e in envs]
+    fills = [initial_placement(e) for e in envs]
     if policy is None:
         policy = Policy.new(hidden=tuple(cfg.hidden), seed=cfg.seed)
         fit_input_scaling(policy, envs, fills, cfg.seed)

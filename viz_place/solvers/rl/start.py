@@ -1,0 +1,171 @@
+"""Starting placements for the sweeps: contiguous fills in topological order.
+
+:func:`initial_placement` returns the best (by the environment's objective, from
+the shared evaluator) of the equal-work :func:`~.env.topo_fill` and of
+:func:`threshold_fill` at a few thresholds around the smallest one that fits,
+for a few fill orders (:func:`device_orders`: where the host devices sit among
+the accelerators) and, when the accelerators' memory binds, with groups picked
+for the host beforehand (:func:`host_relief`). :func:`threshold_fill` walks the groups in topological order
+and fills the devices one after another, moving on when the next group
+would push the device's compute above ``T`` or overflow its memory; a group the
+current device cannot run goes to the least-loaded device that can. A binary
+search finds the smallest ``T`` for which everything fits — on memory-tight
+clusters this decides how much work the slow host must take.
+
+>>> from viz_place.samples import make_graph
+>>> from viz_place.cost import compile_problem
+>>> from viz_place.solvers.rl.env import PlacementEnv
+>>> g = make_graph("fork_join", 30, seed=1, training=True)
+>>> env = PlacementEnv(compile_problem(g, g.default_cluster))
+>>> len(initial_placement(env)) == g.num_nodes
+True
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...cost import evaluate_indices
+from ...errors import InfeasibleError
+from .env import PlacementEnv, topo_fill
+
+_TOL = 1e-9
+
+
+def device_orders(env: PlacementEnv, limit: int = 5) -> list[list[int]]:
+    """Fill orders: the accelerators in cluster order with the host devices inserted as one block
+    at (up to ``limit``) evenly spread positions, last first."""
+    prob = env.prob
+    acc = [d for d in range(env.D) if prob.pays[d]]
+    host = [d for d in range(env.D) if not prob.pays[d]]
+    if not host or not acc:
+        return [acc + host]
+    positions = sorted({round(x) for x in np.linspace(0, len(acc), min(limit, len(acc) + 1))}, reverse=True)
+    return [acc[:p] + host + acc[p:] for p in positions]
+
+
+def threshold_fill(env: PlacementEnv, T: float, order: list[int] | None = None,
+                   fixed: dict[int, int] | None = None) -> list[int] | None:
+    """Contiguous fill with compute at most ``T`` per device (see module docstring); ``None`` if it fails.
+
+    ``order`` is the order devices are filled in (default: accelerators, then hosts);
+    ``fixed`` maps groups to devices placed beforehand (like pins).
+    """
+    prob = env.prob
+    if order is None:
+        order = device_orders(env)[0]
+    fixed = fixed or {}
+    cap = env.cap
+    load = [0.0] * env.D
+    mem = [0.0] * env.D
+    dev = [0] * prob.n
+    glat = env.glat
+    allowed = env.allowed
+    for g in range(len(env.members)):
+        d = int(env.pinned[g]) if env.pinned[g] >= 0 else fixed.get(g, -1)
+        if d >= 0:
+            load[d] += glat[g, d]
+            mem[d] += env.gsize[g]
+            for i in env.members[g]:
+                dev[i] = d
+    pos = 0
+    for g in range(len(env.members)):
+        if env.pinned[g] >= 0 or g in fixed:
+            continue
+        size = env.gsize[g]
+        chosen = -1
+        while pos < len(order):
+            d = order[pos]
+            if not allowed[g, d]:     # an op this device cannot run: place it beside, keep filling d
+                room = [e for e in order if allowed[g, e] and mem[e] + size <= cap[e] * (1 + _TOL)]
+                if room:
+                    chosen = min(room, key=lambda e: (load[e] + glat[g, e], e))
+                break
+            if mem[d] + size <= cap[d] * (1 + _TOL) and load[d] + glat[g, d] <= T * (1 + _TOL):
+                chosen = d
+                break
+            pos += 1
+        if chosen < 0:
+            return None
+        load[chosen] += glat[g, chosen]
+        mem[chosen] += size
+        for i in env.members[g]:
+            dev[i] = chosen
+    return dev
+
+
+def host_relief(env: PlacementEnv, slack: float) -> dict[int, int]:
+    """When the accelerators' memory binds: groups for the host devices, chosen by most memory
+    per unit of host time, until the rest fills the accelerators to ``slack`` of their memory."""
+    prob = env.prob
+    acc = [d for d in range(env.D) if prob.pays[d]]
+    hosts = [d for d in range(env.D) if not prob.pays[d]]
+    if not acc or not hosts:
+        return {}
+    need = float(env.gsize.sum()) - slack * float(sum(env.cap[d] for d in acc))
+    if need <= 0:
+        return {}
+    free = [g for g in range(len(env.members)) if env.pinned[g] < 0]
+    host_lat = {g: min(env.glat[g, h] for h in hosts) for g in free}
+    cands = [g for g in free if math.isfinite(host_lat[g]) and env.gsize[g] > 0]
+    cands.sort(key=lambda g: (-env.gsize[g] / max(host_lat[g], 1e-12), g))
+    load = {h: 0.0 for h in hosts}
+    out: dict[int, int] = {}
+    for g in cands:
+        if need <= 0:
+            break
+        h = min((h for h in hosts if env.allowed[g, h]), key=lambda h: (load[h] + env.glat[g, h], h))
+        out[g] = h
+        load[h] += env.glat[g, h]
+        need -= env.gsize[g]
+    return out
+
+
+def _value(env: PlacementEnv, dev: list[int]) -> float:
+    ev = evaluate_indices(env.prob, np.asarray(dev))
+    return ev.latency if env.objective_name == "latency" else ev.max_load
+
+
+def initial_placement(env: PlacementEnv) -> list[int]:
+    """The best of the equal-work fill and threshold fills near the smallest threshold that fits."""
+    candidates: list[list[int]] = []
+    try:
+        candidates.append(topo_fill(env))
+    except InfeasibleError:
+        pass
+    if env.objective_name == "latency":
+        try:
+            candidates.append(topo_fill(env, balance=False))
+        except InfeasibleError:
+            pass
+    work = np.where(env.allowed, env.glat, np.inf).min(axis=1)
+    floor = max(float(work.sum()) / max(env.D, 1), float(work.max(initial=0.0)))
+    variants = [(order, None) for order in device_orders(env)]
+    for slack in (0.97, 0.93, 0.88):
+        fixed = host_relief(env, slack)
+        if fixed:
+            variants.append((device_orders(env)[0], fixed))
+    for order, fixed in variants:
+        loose = threshold_fill(env, math.inf, order, fixed)
+        if loose is None:
+            continue
+        candidates.append(loose)
+        lo, hi = floor, max(evaluate_indices(env.prob, np.asarray(loose)).max_load, floor)
+        if threshold_fill(env, lo, order, fixed) is not None:
+            hi = lo
+        for _ in range(30):
+            if hi - lo <= 1e-4 * hi:
+                break
+            mid = (lo + hi) / 2
+            if threshold_fill(env, mid, order, fixed) is None:
+                lo = mid
+            else:
+                hi = mid
+        for f in (1.0, 1.02, 1.05, 1.1, 1.2):
+            dev = threshold_fill(env, hi * f, order, fixed)
+            if dev is not None:
+                candidates.append(dev)
+    if not candidates:
+        return topo_fill(env)      # raises the named InfeasibleError
+    return min(candidates, key=lambda dev: _value(env, dev))
