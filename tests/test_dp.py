@@ -286,3 +286,12 @@ def test_memory_guard_and_device_count_cap():
     big = Cluster(tuple(DeviceClass(f"c{i}", "fpga", 3) for i in range(12)))
     with pytest.raises(SolverError, match="device-count states"):
         run_solver("dp", chain(40), big)
+
+
+@pytest.mark.parametrize("name", ["viz_place.solvers.dp", "viz_place.solvers.dp_core", "viz_place.solvers.ideals",
+                                  "viz_place.solvers.preprocess"])
+def test_dp_docstring_examples_run(name):
+    import doctest
+    import importlib
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
