@@ -211,12 +211,12 @@ def best_warm_start(prob: CompiledProblem, pins: dict[str, str], objective: str,
                     accept: Callable[[np.ndarray], bool] | None = None,
                     options: dict[str, dict] | None = None,
                     cancel: Callable[[], bool] | None = None,
-                    budget: float | None = None) -> tuple[np.ndarray, str] | None:
+                    budget: float | dict[str, float] | None = None) -> tuple[np.ndarray, str] | None:
     """Run the registered solvers ``names`` (skipping missing ones and failures) and return the
     best valid placement (device indices, solver name) under ``objective`` that ``accept`` allows.
 
-    ``budget``: seconds each solver may run before its cancel hook fires (it then returns its best
-    placement so far, or fails and is skipped)."""
+    ``budget``: seconds each solver may run (or a dict: solver -> seconds, ``"*"`` for the others)
+    before its cancel hook fires (it then returns its best placement so far, or fails and is skipped)."""
     import time
     from ..errors import VizPlaceError
     from .registry import _REGISTRY, run_solver
@@ -230,7 +230,8 @@ def best_warm_start(prob: CompiledProblem, pins: dict[str, str], objective: str,
         import dataclasses
         known = {f.name for f in dataclasses.fields(info.options_cls)}
         opts = {k: v for k, v in ((options or {}).get(name) or {}).items() if k in known}
-        deadline = None if budget is None else time.perf_counter() + budget
+        secs = budget.get(name, budget.get("*")) if isinstance(budget, dict) else budget
+        deadline = None if secs is None else time.perf_counter() + secs
 
         def stop(deadline=deadline) -> bool:
             return bool((cancel is not None and cancel()) or (deadline is not None and time.perf_counter() > deadline))

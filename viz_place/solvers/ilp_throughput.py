@@ -224,7 +224,8 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
     if opts.warm_start:
         hooks.report(0.0, "warm start: DP and heuristic baselines", force=True)
         warm = best_warm_start(prob, pins, objective, WARM_SOLVERS, accept=convex_ok if opts.contiguous else None,
-                               cancel=lambda: hooks.cancelled, budget=max(1.0, opts.time_limit / 4),
+                               cancel=lambda: hooks.cancelled,
+                               budget={"dp": max(1.0, opts.time_limit / 2), "*": max(1.0, opts.time_limit / 10)},
                                options={"local-search": {"seed": 0, "restarts": 2,
                                                          "time_limit": max(0.5, opts.time_limit / 10)}})
         if warm is not None:
