@@ -144,8 +144,8 @@ def chain_decomposition(num_nodes: int, succs: list[list[int]], *, exact_limit: 
     topologically. An ideal meets every chain in a prefix, so it is fixed by
     the number of its nodes on each chain.
 
-    >>> chain_decomposition(4, [[1, 2], [3], [3], []])
-    [[0, 1, 3], [2]]
+    >>> sorted(len(c) for c in chain_decomposition(4, [[1, 2], [3], [3], []]))
+    [1, 3]
     """
     reach = [0] * num_nodes
     for v in range(num_nodes - 1, -1, -1):
@@ -156,20 +156,19 @@ def chain_decomposition(num_nodes: int, succs: list[list[int]], *, exact_limit: 
     nxt = [-1] * num_nodes
     if num_nodes <= exact_limit:
         import networkx as nx
-        b = nx.Graph()
-        left = [("l", v) for v in range(num_nodes)]
-        b.add_nodes_from(left)
-        b.add_nodes_from(("r", v) for v in range(num_nodes))
+        b = nx.Graph()   # left v, right num_nodes + w (integer labels: deterministic)
+        left = list(range(num_nodes))
+        b.add_nodes_from(range(2 * num_nodes))
         for v in range(num_nodes):
             r = reach[v]
             while r:
                 low = r & -r
                 r ^= low
-                b.add_edge(("l", v), ("r", low.bit_length() - 1))
+                b.add_edge(v, num_nodes + low.bit_length() - 1)
         match = nx.bipartite.hopcroft_karp_matching(b, top_nodes=left)
-        for (side, v), (_, w) in match.items():
-            if side == "l":
-                nxt[v] = w
+        for v, w in match.items():
+            if v < num_nodes:
+                nxt[v] = w - num_nodes
         has_prev = set(w for w in nxt if w >= 0)
         chains = []
         for v in range(num_nodes):
