@@ -189,10 +189,9 @@ def _solve_cbc(lp, time_limit, gap, warm_start, hooks: Hooks, threads: int) -> M
             args += ["-sec", f"{float(time_limit):.3f}", "-timeMode", "elapsed"]
         args += ["-ratio", repr(float(gap)), "-allow", "1e-9", "-threads", str(int(threads)),
                  "-solve", "-printingOptions", "all", "-solution", sol]
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                text=True, bufsize=1)
+        proc, out_fd = _start(args)
         lines: list[str] = []
-        reader = threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True)
+        reader = threading.Thread(target=_pump, args=(out_fd, lines), daemon=True)
         reader.start()
         t0 = time.perf_counter()
         seen = 0
@@ -267,19 +266,46 @@ def _solve_cbc(lp, time_limit, gap, warm_start, hooks: Hooks, threads: int) -> M
                       stopped_by=stopped_by, message=result_line.strip())
 
 
-def _pump(stream, lines: list[str]) -> None:
-    for ln in iter(stream.readline, ""):
-        lines.append(ln)
-    stream.close()
+def _start(args):
+    """Start CBC with its output on a pseudo-terminal (so it is line-buffered and progress arrives live);
+    a plain pipe where no pty exists. Returns (process, file descriptor to read)."""
+    try:
+        import pty
+        master, slave = pty.openpty()
+    except (ImportError, OSError):
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        return proc, os.dup(proc.stdout.fileno())
+    try:
+        proc = subprocess.Popen(args, stdout=slave, stderr=slave, stdin=subprocess.DEVNULL, close_fds=True)
+    finally:
+        os.close(slave)
+    return proc, master
+
+
+def _pump(fd: int, lines: list[str]) -> None:
+    buf = b""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:      # EIO: the pty's other side closed
+            chunk = b""
+        if not chunk:
+            break
+        buf += chunk
+        *done, buf = buf.split(b"\n")
+        lines.extend(d.decode("utf-8", "replace").rstrip("\r") + "\n" for d in done)
+    if buf:
+        lines.append(buf.decode("utf-8", "replace"))
+    os.close(fd)
 
 
 def _parse_progress(line: str, incumbent, bound, hooks: Hooks, t0: float, time_limit):
-    changed = False
+    changed = new_incumbent = False
     m = _RE_SOLUTION.search(line)
     if m:
         v = _num(m.group(1))
         if v is not None and (incumbent is None or v < incumbent):
-            incumbent, changed = v, True
+            incumbent, changed, new_incumbent = v, True, True
     m = _RE_PROGRESS.search(line)
     if m:
         b = _num(m.group(2))
@@ -290,7 +316,7 @@ def _parse_progress(line: str, incumbent, bound, hooks: Hooks, t0: float, time_l
         bound = _num(m.group(1))
         changed = bound is not None
     if changed:
-        _report(hooks, t0, time_limit, incumbent, bound, force=m is not None and incumbent is not None)
+        _report(hooks, t0, time_limit, incumbent, bound, force=new_incumbent)
     return incumbent, bound
 
 
