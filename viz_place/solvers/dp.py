@@ -10,8 +10,9 @@ Tarnawski et al. (NeurIPS 2020), generalised to any number of device classes
 3. :mod:`~viz_place.solvers.dp_core` runs the recursion over (ideal, devices
    used per class). A pinned device instance is its own class of count 1; a
    set holding a node pinned elsewhere is never put on a device.
-4. Thresholds: a quick pass over the prefixes of a few topological orders
-   gives a placement and an upper bound ``UB``; the exact pass then skips every
+4. Thresholds: a quick pass over the prefixes of a few topological orders,
+   improved by a local search (:mod:`~viz_place.solvers.dp_heuristic`), gives a
+   placement and an upper bound ``UB``; the exact pass then skips every
    set costing more than ``UB`` and every state whose devices cannot hold the
    rest of the graph within ``UB``. Without an upper bound (no prefix split
    fits), passes run with a growing threshold from a lower bound; the first
@@ -40,7 +41,8 @@ from ..errors import Cancelled, InfeasibleError, SolverError
 from ..model import Cluster, OpGraph, Placement, validate_pins
 from . import dp_core
 from .base import Hooks, SolverOptions, Stopwatch, make_options
-from .ideals import TooManyIdeals, enumerate_ideals, prefix_family, topological_orders
+from .dp_heuristic import upper_bound
+from .ideals import TooManyIdeals, enumerate_ideals
 from .preprocess import Contracted, contract
 from .registry import SolverInfo, register
 
@@ -63,6 +65,9 @@ class DPOptions(SolverOptions):
         "help": "stop with an error when the DP tables would need more memory than this (MB)", "min": 1})
     heuristic_orders: int = field(default=6, metadata={
         "help": "topological orders whose prefixes give the first (upper-bound) placement", "min": 1, "max": 1000})
+    local_search_rounds: int = field(default=12, metadata={
+        "help": "rounds of local search around the first placement (tightens the bound that prunes the exact pass)",
+        "min": 0, "max": 1000})
     growth: float = field(default=1.25, metadata={
         "help": "factor by which the pruning threshold grows between passes when no upper bound is known",
         "min": 1.01, "max": 100.0})
@@ -208,14 +213,13 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
     hyper = _hyperedges(prob, ct)
     common = dict(succs=ct.succ_lists, lat=lat, size=size, forbid=forbid, hyperedges=hyper, counts=[cl.count for cl in classes],
                   pays=[cl.pays for cl in classes], link=[cl.link for cl in classes], cap=[cl.cap for cl in classes])
-    n_orders = opts.heuristic_orders if ct.num * opts.heuristic_orders <= 20_000 else 1
-    orders = topological_orders(ct.num, ct.succ_lists, n_orders, seed=0)
-    family = prefix_family(ct.num, orders)
-    _check_memory(states, family.count, opts)
-    line = dp_core.Tables.build(family, **common)
-    ub = dp_core.run(line, math.inf)
+    family_size = min(ct.num * opts.heuristic_orders, 20_000)
+    _check_memory(states, family_size, opts)
+    hooks.report(0.01, "searching a first placement (upper bound)", force=True)
+    ub = upper_bound(ct.num, ct.pred_masks, ct.succ_lists, common, orders=opts.heuristic_orders,
+                     rounds=opts.local_search_rounds)
     stats.upper_bound = ub.value
-    incumbent = _placement_from_chain(prob, ct, line, classes, ub.chain) if ub.chain else None
+    incumbent = _placement_from_chain(prob, ct, ub.tables, classes, ub.chain) if ub.chain else None
 
     def finish(assignment, status, message):
         ev = evaluate(graph, cluster, assignment, pins=pins)

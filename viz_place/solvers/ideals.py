@@ -52,6 +52,10 @@ class Ideals:
     def prefix_sums(self, weights: np.ndarray) -> np.ndarray:
         """Per-ideal sums of per-node ``weights`` (shape ``(K,)`` or ``(K, F)``)."""
         weights = np.asarray(weights)
+        if self.parent.size and self.parent[-1] < 0 and self.count > 1:   # no parent links: sum directly
+            member = np.unpackbits(self.bits.view(np.uint8), axis=1, bitorder="little")[:, : self.num_nodes]
+            return (member.astype(weights.dtype) @ weights.reshape(self.num_nodes, -1)).reshape(
+                (self.count,) + weights.shape[1:])
         out = np.zeros((self.count,) + weights.shape[1:], dtype=weights.dtype)
         ls = self.level_starts
         for a, b in zip(ls[:-1], ls[1:]):
@@ -63,6 +67,19 @@ class Ideals:
     def members(self, i: int) -> np.ndarray:
         """Node indices in ideal ``i``."""
         return np.flatnonzero(np.unpackbits(self.bits[i].view(np.uint8), bitorder="little")[: self.num_nodes])
+
+
+def ideals_from_ints(values, num_nodes: int) -> Ideals:
+    """An :class:`Ideals` family from arbitrary ideals (Python-int bitsets), ordered by size;
+    figures are summed directly (no parent links).
+
+    >>> ideals_from_ints([3, 0, 1], 2).prefix_sums(np.array([1.0, 2.0])).tolist()
+    [0.0, 1.0, 3.0]
+    """
+    values = sorted(set(values), key=lambda x: (x.bit_count(), x))
+    n = len(values)
+    return Ideals(num_nodes=num_nodes, bits=ints_to_bits(values, num_nodes), parent=np.full(n, -1, dtype=np.int64),
+                  added=np.full(n, -1, dtype=np.int64), level_starts=np.array([0, n], dtype=np.int64))
 
 
 def words_for(num_nodes: int) -> int:
