@@ -59,6 +59,16 @@ def test_compare_table_and_json(capsys):
     assert code == 0 and "pipedream" in out and "ratio" in out
 
 
+def test_json_stdout_is_clean_in_a_real_process():
+    """HiGHS prints a banner on stdout when created; the adapter keeps it out of --json output."""
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, "-m", "viz_place", "solve", "chain", "--solver", "ilp", "--backend", BACKEND,
+                           "--time-limit", "2", "--json"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["solver"] == "ilp"
+
+
 def test_bad_backend_is_one_line_exit_2(capsys):
     code, out, err = run(capsys, "solve", "chain", "--solver", "ilp", "--backend", "gurobi")
     assert code == 2

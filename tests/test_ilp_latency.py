@@ -101,3 +101,26 @@ def test_cbc_backend_agrees():
         except InfeasibleError:
             continue
         assert p.claimed_value == pytest.approx(brute_force(inst, "latency", contiguous="accelerators"), abs=1e-9)
+
+
+def _training_pair():
+    """f1 -> f2 -> b2 -> b1 with colour classes {f1, b1}, {f2, b2}; one class per accelerator (memory)."""
+    nodes = [{"id": i, "latency": {"cpu": 10.0, "fpga": 1.0}, "size": 1.0, "transfer_cost": 0.5,
+              "color_class": cc, "backward": i.startswith("b")}
+             for i, cc in (("f1", "k1"), ("f2", "k2"), ("b2", "k2"), ("b1", "k1"))]
+    g = OpGraph.from_records(nodes, [("f1", "f2"), ("f2", "b2"), ("b2", "b1")])
+    c = Cluster((DeviceClass("fpga", "fpga", 2, memory=2.0), DeviceClass("cpu", "cpu", 1, pays_communication=False)))
+    return g, c
+
+
+def test_q1_says_when_a_baseline_beats_the_contiguous_model():
+    g, c = _training_pair()
+    p1 = run_solver("latency-ilp", g, c, options={"backend": BACKEND})
+    greedy = run_solver("greedy-latency", g, c)
+    assert greedy.claimed_value < p1.claimed_value          # {f1, b1} on one accelerator is two pieces
+    assert p1.status == "optimal" and "one contiguous piece" in p1.message
+    assert "found a placement outside this model" in p1.message
+    p2 = run_solver("latency-ilp", g, c, options={"backend": BACKEND, "max_pieces_per_accelerator": 2})
+    assert_valid(g, c, p2)
+    assert p2.claimed_value <= greedy.claimed_value + 1e-9
+    assert p2.claimed_value == pytest.approx(evaluate(g, c, p2).latency)

@@ -211,12 +211,14 @@ def best_warm_start(prob: CompiledProblem, pins: dict[str, str], objective: str,
                     accept: Callable[[np.ndarray], bool] | None = None,
                     options: dict[str, dict] | None = None,
                     cancel: Callable[[], bool] | None = None,
-                    budget: float | dict[str, float] | None = None) -> tuple[np.ndarray, str] | None:
+                    budget: float | dict[str, float] | None = None,
+                    rejected: list | None = None) -> tuple[np.ndarray, str] | None:
     """Run the registered solvers ``names`` (skipping missing ones and failures) and return the
     best valid placement (device indices, solver name) under ``objective`` that ``accept`` allows.
 
     ``budget``: seconds each solver may run (or a dict: solver -> seconds, ``"*"`` for the others)
-    before its cancel hook fires (it then returns its best placement so far, or fails and is skipped)."""
+    before its cancel hook fires (it then returns its best placement so far, or fails and is skipped).
+    ``rejected`` collects ``(value, solver)`` of valid placements that ``accept`` refused."""
     import time
     from ..errors import VizPlaceError
     from .registry import _REGISTRY, run_solver
@@ -242,8 +244,24 @@ def best_warm_start(prob: CompiledProblem, pins: dict[str, str], objective: str,
             continue
         dev = prob.to_index_array(p)
         value, problems = value_of(prob, dev, objective, pins)
-        if problems or not math.isfinite(value) or (accept is not None and not accept(dev)):
+        if problems or not math.isfinite(value):
+            continue
+        if accept is not None and not accept(dev):
+            if rejected is not None:
+                rejected.append((value, name))
             continue
         if best is None or value < best[0]:
             best = (value, dev, name)
     return None if best is None else (best[1], best[2])
+
+
+def better_elsewhere_note(placement: Placement, rejected: list, hint: str) -> Placement:
+    """Add to the message when a baseline outside the model's restriction found a better placement."""
+    if not rejected or placement.claimed_value is None:
+        return placement
+    value, name = min(rejected)
+    if value >= placement.claimed_value * (1 - 1e-9):
+        return placement
+    from dataclasses import replace
+    note = f"{name} found a placement outside this model (more pieces per device) with value {value:.6g}; {hint}"
+    return replace(placement, message="; ".join(filter(None, [placement.message, note])))

@@ -38,11 +38,11 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 import pulp
 
-from ..cost import compile_problem, evaluate_indices
+from ..cost import compile_problem, evaluate_indices, pieces_of
 from ..errors import InfeasibleError, SolverError
 from ..model import Cluster, OpGraph, Placement, validate_pins
-from ._ilp_common import (allowed_devices, best_warm_start, canonical, finish, interchangeable_sets,
-                          memory_diagnosis, nonconvex_devices)
+from ._ilp_common import (allowed_devices, best_warm_start, better_elsewhere_note, canonical, finish,
+                          interchangeable_sets, memory_diagnosis, nonconvex_devices)
 from .base import Hooks, SolverOptions, Stopwatch, make_options
 from .milp import BACKENDS, solve_milp
 from .registry import SolverInfo, register
@@ -230,14 +230,18 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
         if opts.symmetry_breaking else []
 
     def convex_ok(dev) -> bool:
-        return not any(accel_mask[d] for d in nonconvex_devices(prob, dev))
+        """At most q pieces per accelerator under the evaluator's rule (q = 1: convex sets)."""
+        if q == 1:
+            return not any(accel_mask[d] for d in nonconvex_devices(prob, dev))
+        return all(len(pl) <= q for pl in pieces_of(prob, dev).values())
 
     warm = None
+    rejected: list = []
     if opts.warm_start:
         hooks.report(0.0, "warm start: greedy-latency and other baselines", force=True)
         warm = best_warm_start(prob, pins, "latency", WARM_SOLVERS, accept=convex_ok,
                                cancel=lambda: hooks.cancelled, budget=max(1.0, opts.time_limit / 4),
-                               options={"single-device": {"objective": "latency"}})
+                               options={"single-device": {"objective": "latency"}}, rejected=rejected)
     if q > 1:   # the contiguous optimum first: a warm start and a fallback the evaluator always schedules
         hooks.report(0.0, "solving the contiguous model (q = 1) first", force=True)
         try:
@@ -263,9 +267,11 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
     start_values = None
     if warm is not None:
         start_values = {var.name: float(int(warm[0][prob.groups[g][0]]) == d) for (g, d), var in x.items()}
-        if q > 1:
-            for (v, (d, j)), var in X.items():
-                start_values[var.name] = float(j == 0 and int(warm[0][v]) == d)
+        if q > 1:   # the evaluator's pieces (convex, in run order) fill the slots: the model's value is the same
+            slot_of = {v: (d, j) for d, pl in pieces_of(prob, warm[0]).items() for j, piece in enumerate(pl)
+                       for v in piece}
+            for (v, s_), var in X.items():
+                start_values[var.name] = float(slot_of.get(v) == s_)
     res = solve_milp(lp, backend=opts.backend, time_limit=max(0.1, opts.time_limit - watch.elapsed), gap=opts.gap,
                      warm_start=start_values, hooks=hooks)
     if res.status == "infeasible":
@@ -289,7 +295,10 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
         return None
 
     p = finish(prob, solver="latency-ilp", objective="latency", options=asdict(opts), pins=pins, res=res,
-               ilp_dev=ilp_dev, warm=warm, wall=watch.elapsed, extra_ok=check)
+               ilp_dev=ilp_dev, warm=warm, wall=watch.elapsed, extra_ok=check,
+               model_note="optimal means: over placements where each accelerator runs one contiguous piece"
+               if q == 1 else f"model: at most {q} contiguous pieces per accelerator, run in sequence")
+    p = better_elsewhere_note(p, rejected, "try a larger max_pieces_per_accelerator")
     if q > 1 and res.has_solution and res.objective is not None and \
             not math.isclose(res.objective, p.claimed_value, rel_tol=1e-6, abs_tol=1e-6):
         note = (f"the integer program's own value {res.objective:.6g} (up to {q} sequential pieces per "

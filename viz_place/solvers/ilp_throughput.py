@@ -24,7 +24,6 @@ The MILP is warm-started from the DP (solver ``dp``, when registered) and the
 heuristic baselines; the value returned is always the evaluator's figure for
 the placement returned.
 
->>> from viz_place.samples import sample_graph    # doctest: +SKIP
 >>> from viz_place.testing import random_instance
 >>> inst = random_instance(3)
 >>> p = solve(inst.graph, inst.cluster, pins=inst.pins, options={"backend": "highs", "time_limit": 10})
@@ -40,8 +39,8 @@ import pulp
 
 from ..cost import compile_problem, evaluate_indices
 from ..model import Cluster, OpGraph, Placement, validate_pins
-from ._ilp_common import (allowed_devices, best_warm_start, canonical, finish, interchangeable_sets,
-                          memory_diagnosis, nonconvex_devices)
+from ._ilp_common import (allowed_devices, best_warm_start, better_elsewhere_note, canonical, finish,
+                          interchangeable_sets, memory_diagnosis, nonconvex_devices)
 from .base import Hooks, SolverOptions, Stopwatch, make_options
 from .milp import BACKENDS, solve_milp
 from .registry import SolverInfo, register
@@ -221,13 +220,15 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
         return f"forward set not contiguous on {', '.join(prob.device_names[d] for d in sorted(bad))}" if bad else None
 
     warm = None
+    rejected: list = []
     if opts.warm_start:
         hooks.report(0.0, "warm start: DP and heuristic baselines", force=True)
         warm = best_warm_start(prob, pins, objective, WARM_SOLVERS, accept=convex_ok if opts.contiguous else None,
                                cancel=lambda: hooks.cancelled,
                                budget={"dp": max(1.0, opts.time_limit / 2), "*": max(1.0, opts.time_limit / 10)},
                                options={"local-search": {"seed": 0, "restarts": 2,
-                                                         "time_limit": max(0.5, opts.time_limit / 10)}})
+                                                         "time_limit": max(0.5, opts.time_limit / 10)}},
+                               rejected=rejected)
         if warm is not None:
             warm = (canonical(prob, warm[0], sym_sets), warm[1])
             value = evaluate_indices(prob, warm[0]).value(objective)
@@ -250,8 +251,9 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
         from ..errors import InfeasibleError
         extra = " with contiguous device sets" if opts.contiguous else ""
         raise InfeasibleError(f"infeasible{extra}: {memory_diagnosis(prob, allowed)}")
-    return finish(prob, solver=solver, objective=objective, options=asdict(opts), pins=pins, res=res,
-                  ilp_dev=ilp_dev, warm=warm, wall=watch.elapsed, extra_ok=contiguity_problem)
+    p = finish(prob, solver=solver, objective=objective, options=asdict(opts), pins=pins, res=res,
+               ilp_dev=ilp_dev, warm=warm, wall=watch.elapsed, extra_ok=contiguity_problem)
+    return better_elsewhere_note(p, rejected, "solver ilp-noncontig allows such placements") if opts.contiguous else p
 
 
 def solve_noncontig(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress=None,
