@@ -162,27 +162,30 @@ class Tables:
         return (((top - packed[J]) & g) == g).all(1)
 
     def comm(self, i: int, J: np.ndarray) -> np.ndarray:
-        """Transfer cost paid by a device holding ``I_i \\ I_j`` for each ``j`` in ``J`` (before link factors)."""
+        """Transfer cost paid by a device holding ``I_i \\ I_j`` for each ``j`` in ``J`` (before link factors).
+
+        For a hyperedge ``h`` cut by ``I`` with ``a = h ∩ I``, the correction is
+        ``tc(h)·([a meets J] + [a ⊆ J])`` (0: ``h`` not cut by ``J``; 1: ``h`` feeds
+        ``I \\ J`` and beyond; 2: ``h`` jumps over ``I \\ J``).
+        """
         out = self.wcut[i] + self.wcut[J]
         if self.htc.size == 0 or J.size == 0:
             return out
         rows = np.flatnonzero(~self.subsets(i, J, self.dk))   # only these can share a cut hyperedge with I
         if rows.size == 0:
             return out
-        ci = self.cut[i]
-        common = self.cut[J[rows]] & ci
-        keep = common.any(1)
-        rows, common = rows[keep], common[keep]
-        if rows.size == 0:
-            return out
-        hs = np.flatnonzero(np.unpackbits(ci.view(np.uint8), bitorder="little"))
+        hs = np.flatnonzero(np.unpackbits(self.cut[i].view(np.uint8), bitorder="little"))
         hs = hs[hs < self.htc.size]
-        words, shifts = hs // 64, (hs % 64).astype(np.uint64)
-        has = ((common[:, words] >> shifts) & np.uint64(1)).astype(bool)              # (r, L)
-        hI = self.hmask[hs] & self.ideals.bits[i]                                       # (L, W)
+        if hs.size == 0:
+            return out
+        a = self.hmask[hs] & self.ideals.bits[i]                                        # (L, W)
         Jb = self.ideals.bits[J[rows]]                                                  # (r, W)
-        hit = (hI[None, :, :] & ~Jb[:, None, :]).any(2)                                 # (r, L)
-        out[rows] -= ((2.0 - hit) * has) @ self.htc[hs]
+        meets = inside = None
+        for w in range(a.shape[1]):           # word by word: 2-D ops, no reductions over a short axis
+            aw, jw = a[:, w][None, :], Jb[:, w][:, None]
+            m, o = (aw & jw) != 0, (aw & ~jw) == 0
+            meets, inside = (m, o) if meets is None else (meets | m, inside & o)
+        out[rows] -= (meets.astype(float) + inside) @ self.htc[hs]
         return out
 
 
