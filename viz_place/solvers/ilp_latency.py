@@ -121,8 +121,13 @@ def build_model(prob, allowed, q: int, sym_sets, big_m: float):
                      if (g, d) in x]
             if terms:
                 lp += pulp.lpSum(s * v for v, s in terms) <= cap, f"mem_{d}"
-    L = [lp.add_variable(f"L_{v}", lowBound=0) for v in range(n)]
-    T = lp.add_variable("T", lowBound=0)
+    # valid lower bounds: a node finishes no earlier than the longest chain of fastest latencies ending there
+    est = [0.0] * n
+    for v in range(n):
+        fastest = min(float(prob.lat[v, d]) for d in allowed[int(group[v])])
+        est[v] = max((est[u] for u in prob.preds[v]), default=0.0) + fastest
+    L = [lp.add_variable(f"L_{v}", lowBound=est[v] * (1 - 1e-9)) for v in range(n)]
+    T = lp.add_variable("T", lowBound=max(est, default=0.0) * (1 - 1e-9))
     # host nodes: unlimited parallelism
     for v in range(n):
         g = int(group[v])

@@ -170,7 +170,10 @@ def build_model(prob, allowed, opts: IlpOptions, sym_sets):
                 lp += y == (x[gl[t - 1], prev] if run is None else run + x[gl[t - 1], prev])
                 lp += x[gl[t], cur] <= y
                 run = y
-    T = lp.add_variable("T", lowBound=0)
+    # every group runs somewhere: the max-load is at least its fastest compute
+    floor = max((min(float(prob.lat[list(prob.groups[g]), d].sum()) for d in ds) for g, ds in enumerate(allowed)),
+                default=0.0)
+    T = lp.add_variable("T", lowBound=floor * (1 - 1e-9) if opts.objective == "max_load" else 0)
     if opts.objective == "max_load":
         for d in range(D):
             terms = dict(fwd_terms[d])
