@@ -217,7 +217,7 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
     _check_memory(states, family_size, opts)
     hooks.report(0.01, "searching a first placement (upper bound)", force=True)
     ub = upper_bound(ct.num, ct.pred_masks, ct.succ_lists, common, orders=opts.heuristic_orders,
-                     rounds=opts.local_search_rounds)
+                     rounds=opts.local_search_rounds, check=hooks.check)
     stats.upper_bound = ub.value
     incumbent = _placement_from_chain(prob, ct, ub.tables, classes, ub.chain) if ub.chain else None
 
@@ -230,6 +230,8 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
                          wall_time=watch.elapsed, message=message)
 
     try:
+        if ub.cancelled:
+            raise Cancelled()
         hooks.report(0.02, f"enumerating the ideals of {ct.num} supernodes", force=True)
 
         def check_enum(count):

@@ -275,23 +275,26 @@ def run(t: Tables, threshold: float, *, check: Callable[[float], None] | None = 
         if cand.size == 0:
             continue
         pairs += int(cand.size)
-        lc = lower_sorted[pos] if bounded else None
+        lc = lower_sorted[pos] if bounded else None      # ascending: each class's window is a slice
         oks = []
         need = np.zeros(cand.size, dtype=bool) if pays_any else None
         for c, tg, pv, lo, hi in plan:
-            comp = t.comp[i, c] - t.comp[cand, c]
-            ok = comp <= T
             if lc is not None:
-                ok &= (lc >= lo) & (lc <= hi)
+                a, b = int(np.searchsorted(lc, lo, "left")), int(np.searchsorted(lc, hi, "right"))
+            else:
+                a, b = 0, cand.size
+            cs = cand[a:b]
+            comp = t.comp[i, c] - t.comp[cs, c]
+            ok = comp <= T
             if t.need_unsup[c]:
-                ok &= t.unsup[cand, c] == t.unsup[i, c]
+                ok &= t.unsup[cs, c] == t.unsup[i, c]
             if t.need_forbid[c]:
-                ok &= t.forbid[cand, c] == t.forbid[i, c]
+                ok &= t.forbid[cs, c] == t.forbid[i, c]
             if t.need_size[c]:
-                ok &= t.size[i] - t.size[cand] <= t.cap[c] * (1 + _REL)
-            oks.append((ok, comp))
+                ok &= t.size[i] - t.size[cs] <= t.cap[c] * (1 + _REL)
+            oks.append((a, ok, comp))
             if t.pays[c]:
-                need |= ok
+                need[a:b] |= ok
         comm = None
         if pays_any:
             rows = np.flatnonzero(need)
@@ -299,11 +302,12 @@ def run(t: Tables, threshold: float, *, check: Callable[[float], None] | None = 
             if rows.size:
                 comm[rows] = t.comm(i, cand[rows])
         row_best = best[i]
-        for (c, tg, pv, _, _), (ok, comp) in zip(plan, oks):
+        for (c, tg, pv, _, _), (a, ok, comp) in zip(plan, oks):
             sel = np.flatnonzero(ok)
             if sel.size == 0:
                 continue
-            cost = comp[sel] + t.link[c] * comm[sel] if t.pays[c] else comp[sel]
+            cost = comp[sel] + t.link[c] * comm[a + sel] if t.pays[c] else comp[sel]
+            sel = sel + a
             if bounded:
                 fit = cost <= T
                 sel, cost = sel[fit], cost[fit]

@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
+from ..errors import Cancelled
 from . import dp_core
 from .ideals import ideals_from_ints, prefix_family, topological_orders
 
@@ -30,6 +31,7 @@ class UpperBound:
     tables: dp_core.Tables | None
     chain: list[tuple[int, int, int]]
     rounds: int = 0
+    cancelled: bool = False
 
 
 def neighbourhood(ideals: list[int], pred_masks: list[int], succ_masks: list[int], num_nodes: int, *,
@@ -73,7 +75,11 @@ def upper_bound(num_nodes: int, pred_masks: list[int], succs: list[list[int]], c
     rad = radius
     for r in range(rounds):
         if check is not None:
-            check()
+            try:
+                check()
+            except Cancelled:
+                best.cancelled = True
+                return best
         ints = best.tables.ideals.as_ints()
         chain_ideals = [0] + [ints[i] for _, _, i in best.chain]
         fam_ints = neighbourhood(chain_ideals, pred_masks, succ_masks, num_nodes, radius=rad, limit=limit)
