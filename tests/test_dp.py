@@ -295,3 +295,23 @@ def test_dp_docstring_examples_run(name):
     import importlib
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_cancel_during_the_exact_pass_returns_the_incumbent():
+    nodes = [{"id": f"n{i}", "latency": {"cpu": 3.0 + i % 5, "fpga": 1.0 + i % 3}, "transfer_cost": 0.2}
+             for i in range(14)]
+    g = OpGraph.from_records(nodes, [("n0", "n1"), ("n2", "n3")])     # ~2**12 ideals
+    cluster = Cluster.paper(3, 1, None)
+    stop = threading.Event()
+    seen = []
+
+    def progress(ev):
+        seen.append(ev.message)
+        if ev.message.startswith("DP pass"):
+            stop.set()
+    p = run_solver("dp", g, cluster, progress=progress, cancel=stop)
+    assert p.status == "cancelled" and any(m.startswith("DP pass") for m in seen)
+    assert p.claimed_value == pytest.approx(p.options["stats"]["upper_bound"])
+    assert_valid(g, cluster, p, objective="throughput")
+    full = run_solver("dp", g, cluster)
+    assert full.status == "optimal" and full.claimed_value <= p.claimed_value + 1e-12

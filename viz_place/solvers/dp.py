@@ -310,11 +310,15 @@ def _threshold_passes(tables, lat, classes, ub: float, opts: DPOptions, stats: D
             T = math.inf
         stats.passes += 1
         stats.thresholds.append(T)
-        base = 0.1 + 0.9 * (1 - 1 / (stats.passes + 1))
+        # progress: the k-th pass spans [1 - 2**(1-k), 1 - 2**-k] of the range 0.1 .. 0.99 (one pass: all of it)
+        lo_f, hi_f = (0.0, 1.0) if T == ub else (1 - 0.5 ** (stats.passes - 1), 1 - 0.5 ** stats.passes)
+        message = f"DP pass {stats.passes} (threshold {T:.6g}, {tables.ideals.count:,} ideals)"
+        inc = ub if math.isfinite(ub) else None
+        hooks.report(0.1 + 0.89 * lo_f, message, force=True, incumbent=inc)
 
-        def check(frac, T=T):
+        def check(frac, message=message, lo_f=lo_f, hi_f=hi_f, inc=inc):
             hooks.check()
-            hooks.report(min(0.99, base * 0.9 + 0.1 * frac), f"DP pass {stats.passes} (threshold {T:.6g})")
+            hooks.report(0.1 + 0.89 * (lo_f + (hi_f - lo_f) * frac), message, incumbent=inc)
         res = dp_core.run(tables, T, check=check)
         stats.pairs += res.pairs
         if math.isfinite(res.value) or T == math.inf or T == ub:
