@@ -185,9 +185,7 @@ def finish(prob: CompiledProblem, *, solver: str, objective: str, options: dict,
     msg: list[str] = []
     if res is not None and res.stopped_by == "cancel":
         status = "cancelled"
-    elif res is not None and res.has_solution and gap is not None and gap <= OPTIMALITY_TOL and src == "ilp":
-        status = "optimal"
-    elif res is not None and gap is not None and gap <= OPTIMALITY_TOL:
+    elif res is not None and gap is not None and gap <= OPTIMALITY_TOL:   # the bound proves it
         status = "optimal"
     else:
         status = "feasible"
@@ -200,6 +198,9 @@ def finish(prob: CompiledProblem, *, solver: str, objective: str, options: dict,
             msg.append("no bound known")
     if src != "ilp":
         msg.append(f"best placement is the warm start from {src} (the integer program found nothing better)")
+    if res is not None and res.status == "infeasible":
+        msg.append(f"the back-end reported the model infeasible ({res.message}) although this placement satisfies "
+                   "it: numerical trouble, treat the status with care")
     if model_note:
         msg.append(model_note)
     msg.extend(notes)

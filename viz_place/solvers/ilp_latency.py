@@ -279,7 +279,7 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
                 start_values[var.name] = float(slot_of.get(v) == s_)
     res = solve_milp(lp, backend=opts.backend, time_limit=max(0.1, opts.time_limit - watch.elapsed), gap=opts.gap,
                      warm_start=start_values, hooks=hooks)
-    if res.status == "infeasible":
+    if res.status == "infeasible" and warm is None:
         raise InfeasibleError(f"infeasible: {memory_diagnosis(prob, allowed)}"
                               + (" with one contiguous piece per accelerator" if q == 1 else
                                  f" with at most {q} contiguous pieces per accelerator"))

@@ -250,7 +250,7 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
         for g, ds in enumerate(allowed):
             d = max(ds, key=lambda d: res.values.get(x[g, d].name, 0.0))
             ilp_dev[list(prob.groups[g])] = d
-    if res.status == "infeasible":
+    if res.status == "infeasible" and warm is None:
         from ..errors import InfeasibleError
         extra = " with contiguous device sets" if opts.contiguous else ""
         raise InfeasibleError(f"infeasible{extra}: {memory_diagnosis(prob, allowed)}")
