@@ -268,3 +268,37 @@ def test_docstring_examples_run(name):
         pytest.skip("examples use the HiGHS back-end")
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0
+
+
+def _with_artificial_edges(seed):
+    """A random instance where every other edge is artificial (no data, no cost; still ordering)."""
+    import networkx as nx
+    inst = random_instance(seed, n_max=5, training=False)
+    g = nx.DiGraph(inst.graph.nx)
+    for k, (u, v) in enumerate(list(g.edges)):
+        g.edges[u, v]["artificial"] = k % 2 == 0
+    inst.graph = OpGraph(g, name=f"artificial_{seed}")
+    return inst
+
+
+def test_artificial_edges_carry_no_cost_but_order():
+    checked = 0
+    for seed in range(300, 340):
+        inst = _with_artificial_edges(seed)
+        if combos(inst) > MAX_COMBOS or not any(a for *_, a in inst.graph.nx.edges(data="artificial")):
+            continue
+        try:
+            contig = _solve("ilp", inst) if "highs" in available_backends() else None
+        except InfeasibleError:
+            continue
+        if contig is None:
+            pytest.skip("highspy is not installed")
+        non = _solve("ilp-noncontig", inst)
+        lat = _solve("latency-ilp", inst)
+        for p in (contig, non, lat):
+            assert_valid(inst.graph, inst.cluster, p, inst.pins)
+        assert contig.claimed_value == pytest.approx(brute_force(inst, "throughput", contiguous="forward"), abs=1e-9)
+        assert non.claimed_value == pytest.approx(brute_force(inst, "throughput"), abs=1e-9)
+        assert lat.claimed_value == pytest.approx(brute_force(inst, "latency", contiguous="accelerators"), abs=1e-9)
+        checked += 1
+    assert checked >= 8
