@@ -315,3 +315,14 @@ def test_cancel_during_the_exact_pass_returns_the_incumbent():
     assert_valid(g, cluster, p, objective="throughput")
     full = run_solver("dp", g, cluster)
     assert full.status == "optimal" and full.claimed_value <= p.claimed_value + 1e-12
+
+
+def test_time_limit_returns_best_so_far(tmp_path):
+    nodes = [{"id": f"n{i}", "latency": {"cpu": 3.0 + i % 5, "fpga": 1.0 + i % 3}, "transfer_cost": 0.2}
+             for i in range(14)]
+    g = OpGraph.from_records(nodes, [("n0", "n1")])
+    cluster = Cluster.paper(3, 1, None)
+    p = run_solver("dp", g, cluster, options={"time_limit": 1e-9})
+    assert p.status == "feasible" and "time limit" in p.message
+    assert_valid(g, cluster, p, objective="throughput")
+    assert run_solver("dp", g, cluster, options={"time_limit": 600}).status == "optimal"

@@ -51,6 +51,9 @@ from .registry import SolverInfo, register
 class DPOptions(SolverOptions):
     """Options of the ``dp`` solver."""
 
+    time_limit: float = field(default=0.0, metadata={
+        "help": "seconds; when reached, return the best placement found so far (status 'feasible'); 0 = none",
+        "min": 0.0})
     max_ideals: int = field(default=200_000, metadata={
         "help": "stop with an error when the contracted graph has more ideals than this", "min": 1, "max": 20_000_000})
     contract_layers: bool = field(default=False, metadata={
@@ -195,8 +198,15 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
     """Optimal contiguous placement for max-load (see the module docstring)."""
     opts = make_options(DPOptions, options)
     pins = validate_pins(graph, cluster, pins)
-    hooks = Hooks(progress, cancel)
     watch = Stopwatch()
+    user_cancel = Hooks(None, cancel)
+    timed_out = [False]
+
+    def stop() -> bool:
+        if opts.time_limit > 0 and watch.elapsed > opts.time_limit:
+            timed_out[0] = True
+        return timed_out[0] or user_cancel.cancelled
+    hooks = Hooks(progress, stop)
     prob = compile_problem(graph, cluster)
     stats = DPStats()
     hooks.report(0.0, "contracting colour classes", force=True)
@@ -249,7 +259,10 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
     except Cancelled:
         if incumbent is None:
             raise SolverError("dp: cancelled before any placement was found") from None
-        return finish(incumbent, "cancelled", "cancelled; returning the best placement along one topological order")
+        if timed_out[0]:
+            return finish(incumbent, "feasible", f"time limit of {opts.time_limit:g} s reached before the exact "
+                                                 "pass finished; returning the best placement found so far")
+        return finish(incumbent, "cancelled", "cancelled; returning the best placement found so far")
     if not math.isfinite(result.value):
         raise InfeasibleError(
             f"dp: no contiguous placement fits: with {', '.join(f'{cl.count} x {cl.instances[0] if cl.pin_device else cl.name}' for cl in classes)} "
