@@ -52,6 +52,9 @@ OPTIMALITY_TOL = 1e-6
 #: Extra seconds after the time limit before the adapter stops a back-end itself.
 GRACE_SECONDS = 1.0
 
+#: Seconds CBC gets to obey SIGINT (it only checks between phases) before it is killed.
+KILL_AFTER = 4.0
+
 
 def _cbc_command():
     """PuLP's bundled-CBC command object (its 3.x deprecation notice silenced: we pin pulp < 4)."""
@@ -212,8 +215,8 @@ def _solve_cbc(lp, time_limit, gap, warm_start, hooks: Hooks, threads: int) -> M
                 if stopped_by:
                     proc.send_signal(signal.SIGINT)
                     interrupted_at = last_signal = elapsed
-            elif elapsed - interrupted_at > 15.0:
-                proc.kill()        # last resort (the best solution is lost; the caller keeps its warm start)
+            elif elapsed - interrupted_at > KILL_AFTER:
+                proc.kill()        # last resort (CBC's incumbent is lost; the caller keeps its warm start)
             elif elapsed - last_signal > 1.0:
                 # CBC ignores a SIGINT that arrives before it installs its handler: repeat it
                 proc.send_signal(signal.SIGINT)
