@@ -8,7 +8,8 @@ optimum (optimal contiguous split) for:
 * ``start``    — the contiguous fill the RL solver starts from (:mod:`viz_place.solvers.rl.start`),
 * ``rl-0``     — the shipped policy, zero-shot (one greedy sweep),
 * ``rl``       — the shipped policy with at most ``--budget`` seconds of search
-  (greedy sweeps, then fine-tuning; stops early after ``--patience`` sweeps without gain),
+  (greedy sweeps, then perturb-and-descend rounds with fine-tuning; ``--patience N`` stops after
+  N rounds without gain),
 * ``ls=evals`` — local search (the ``local-search`` baseline's algorithm: best-improving group moves,
   restarts) given exactly as many evaluations (candidate placements tried) as ``rl`` used,
 * ``ls=time``  — with ``--ls-time``: the ``local-search`` solver itself given as many seconds as ``rl`` took,
@@ -126,7 +127,8 @@ def timed(fn):
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="RL placer vs DP optimum and baselines")
     ap.add_argument("--budget", type=float, default=60.0, help="max seconds of RL search per graph (default 60)")
-    ap.add_argument("--patience", type=int, default=24, help="stop RL search after this many sweeps without gain")
+    ap.add_argument("--patience", type=int, default=0,
+                    help="stop RL search after this many rounds without gain (default 0: use the whole budget)")
     ap.add_argument("--graphs", choices=("default", "all"), default="default")
     ap.add_argument("--policy", default="", help="policy file (default: the shipped one)")
     ap.add_argument("--ls-time", action="store_true", help="also run the local-search solver for as long as rl ran")
@@ -180,14 +182,14 @@ def main(argv: list[str] | None = None) -> int:
                    evaluations=evals, dp_seconds=dp_s)
         rows.append(row)
 
-        def f(x, spec=".3f"):
+        def f(x, spec=".4f"):
             return "-" if x is None else format(x, spec)
         print("  ".join([g.name, str(prob.n), f(opt, ".4g"), f(row["random"]), f(row["start"]), f(row["rl0"]),
                          f(row["rl"]), f(row["ls"]), f(row["ls_time"]), f(row["topo_fill"]), f"{rl_s:.1f} ({rl_cpu:.1f})", str(evals),
                          f(dp_s, ".1f")]), flush=True)
     rl_ratios = [r["rl"] for r in rows]
-    print(f"\nrl / optimum: median {statistics.median(rl_ratios):.3f}, worst {max(rl_ratios):.3f} "
-          f"(targets 1.10 / 1.25); zero-shot median {statistics.median(r['rl0'] for r in rows):.3f}")
+    print(f"\nrl / optimum: median {statistics.median(rl_ratios):.4f}, worst {max(rl_ratios):.4f} "
+          f"(targets 1.10 / 1.25); zero-shot median {statistics.median(r['rl0'] for r in rows):.4f}")
     with_ls = [r for r in rows if r["ls"] is not None]
     if with_ls:
         wins = sum(r["rl"] < r["ls"] - 1e-9 for r in with_ls)

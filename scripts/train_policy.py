@@ -20,6 +20,12 @@ SHIPPED = TrainConfig(families=("chain", "fork_join", "residual", "inception", "
                       sizes=(30, 150), n_graphs=40, updates=1200, rollouts=4, seed=0, minutes=14.0)
 
 
+def compact(history: list[dict]) -> list[dict]:
+    """The training curve as shipped: figures rounded, graph names dropped."""
+    return [{"episode": h["episode"], "from_best": h["from_best"], "objective": round(h["objective"], 5),
+             "best": round(h["best"], 5), "seconds": round(h["seconds"], 1)} for h in history]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(DATA / "rl_policy.npz"))
@@ -36,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
 
     policy, history = train_policy(cfg, progress=progress)
     out = policy.save(args.out)
-    Path(out).with_name(Path(out).stem + "_history.json").write_text(json.dumps(history))
+    Path(out).with_name(Path(out).stem + "_history.json").write_text(json.dumps(compact(history)))
     print(f"wrote {out}: {len(history)} updates, {time.monotonic() - t_wall:.0f} s wall, "
           f"{time.process_time() - t_cpu:.0f} s CPU")
     return 0

@@ -14,8 +14,8 @@ sweep by sweep:
 
 The best placement visited is returned; its ``claimed_value`` is recomputed by
 :func:`viz_place.cost.evaluate_indices` (the single source of truth). Its
-``options["stats"]`` records the objective of the start, of the zero-shot sweep
-and of the result, the number of sweeps and of evaluations (candidate placements tried).
+``options["stats"]`` records the objective of the start, after the first (zero-shot)
+sweep, after the greedy sweeps and of the result, the number of sweeps and of evaluations (candidate placements tried).
 
 >>> from viz_place.samples import make_graph
 >>> g = make_graph("residual", 30, seed=3)
@@ -57,8 +57,8 @@ class RLOptions(SolverOptions):
                                                       "(0 = no limit)", "min": 0})
     patience: int = field(default=0, metadata={"help": "stop after this many sampled sweeps without improvement "
                                                "(0 = search until the time limit)", "min": 0})
-    shuffle: bool = field(default=True, metadata={"help": "descent sweeps after a sampled sweep visit the groups "
-                                                  "in a random order (else topological)"})
+    shuffle: bool = field(default=True, metadata={"help": "in sample/finetune modes, greedy sweeps after the first "
+                                                  "visit the groups in a random order (else topological)"})
     rollouts: int = field(default=4, metadata={"help": "sampled sweeps per fine-tuning update", "min": 1, "max": 64})
     temperature: float = field(default=1.0, metadata={"help": "softmax temperature of sampled sweeps", "min": 0.01})
     lr: float = field(default=1e-3, metadata={"help": "fine-tuning learning rate (Adam)", "min": 0.0})
@@ -111,20 +111,26 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
         return False
 
     # Greedy sweeps: exactly `sweeps` in greedy mode, else until a sweep stops helping.
+    # In the search modes, sweeps after the first visit the groups in a random order (``shuffle``).
     max_greedy = opts.sweeps if opts.mode == "greedy" else 1000
-    for _ in range(max_greedy):
+    zero_shot = best_val
+    for k in range(max_greedy):
         if hooks.cancelled or out_of_budget():
             cancelled = hooks.cancelled
             break
         env.reset(best_dev)
-        res = sweep(env, policy, rng, greedy=True, stop=out_of_budget)
+        shuffled = k > 0 and opts.mode != "greedy" and opts.shuffle
+        res = sweep(env, policy, rng, greedy=True, stop=out_of_budget,
+                    order=rng.permutation(env.free_groups).tolist() if shuffled else None)
         sweeps_done += 1
         improved = take(res)
+        if k == 0:
+            zero_shot = best_val
         hooks.report(None, f"greedy sweep {sweeps_done}: {best_val:.6g}", incumbent=best_val,
                      data={"sweep": sweeps_done, "objective": res.best, "best": best_val})
         if opts.mode != "greedy" and (not improved or watch.elapsed > opts.time_limit):
             break
-    zero_shot = best_val
+    greedy_val = best_val
     if opts.mode in ("sample", "finetune"):
         learner = None
         if opts.mode == "finetune":
@@ -163,7 +169,7 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
         cancelled = hooks.cancelled
     msg = (f"start (contiguous fill) {first_val:.6g}, zero-shot {zero_shot:.6g}, best {best_val:.6g} after "
            f"{sweeps_done} sweeps and {env.evaluations} evaluations")
-    stats = {"start": first_val, "zero_shot": zero_shot, "best": best_val, "sweeps": sweeps_done,
+    stats = {"start": first_val, "zero_shot": zero_shot, "greedy": greedy_val, "best": best_val, "sweeps": sweeps_done,
              "evaluations": env.evaluations}
     return _dev_to_placement(prob, best_dev, opts, pins, watch.elapsed, "cancelled" if cancelled else "heuristic",
                              msg, stats)
