@@ -120,13 +120,13 @@ def brute_force(graph: OpGraph, cluster, pins) -> float:
     return best
 
 
-def _check(inst) -> None:
+def _check(inst, options=None) -> None:
     expected = brute_force(inst.graph, inst.cluster, inst.pins)
     if math.isinf(expected):
         with pytest.raises((InfeasibleError, PlacementError)):
-            run_solver("dp", inst.graph, inst.cluster, pins=inst.pins)
+            run_solver("dp", inst.graph, inst.cluster, pins=inst.pins, options=options)
         return
-    p = run_solver("dp", inst.graph, inst.cluster, pins=inst.pins)
+    p = run_solver("dp", inst.graph, inst.cluster, pins=inst.pins, options=options)
     assert p.status == "optimal"
     assert_valid(inst.graph, inst.cluster, p, inst.pins, objective="throughput")
     assert math.isclose(p.claimed_value, expected, rel_tol=1e-9, abs_tol=1e-12), (inst, p.claimed_value, expected)
@@ -145,6 +145,16 @@ def test_dp_equals_brute_force_training(seed):
 @pytest.mark.parametrize("seed", range(2000, 2030))
 def test_dp_equals_brute_force_three_classes(seed):
     _check(random_instance(seed, n_max=6, n_classes=3))
+
+
+@pytest.mark.parametrize("seed", [152, 368])
+def test_threshold_passes_without_upper_bound(seed):
+    """Instances where a one-order prefix split breaks memory: the DP grows its threshold pass by pass."""
+    options = {"heuristic_orders": 1, "local_search_rounds": 0}
+    inst = random_instance(seed, n_max=7)
+    p = run_solver("dp", inst.graph, inst.cluster, pins=inst.pins, options=options)
+    assert math.isinf(p.options["stats"]["upper_bound"]) and p.options["stats"]["passes"] > 1
+    _check(inst, options)
 
 
 def _with_changes(inst, change):
