@@ -18,7 +18,7 @@ def combos(inst) -> int:
     return prob.num_devices ** len(prob.groups)
 
 
-def brute_force(inst, objective: str, *, contiguous: str | None = None) -> float:
+def brute_force(inst, objective: str, *, contiguous: str | None = None, overlap: bool = False) -> float:
     """Best evaluator value over every valid placement (``inf`` if none).
 
     ``contiguous``: ``"forward"`` — every device's forward set convex (the throughput IP);
@@ -31,7 +31,7 @@ def brute_force(inst, objective: str, *, contiguous: str | None = None) -> float
         dev = np.empty(prob.n, dtype=np.int64)
         for g, d in enumerate(combo):
             dev[list(prob.groups[g])] = d
-        ev = evaluate_indices(prob, dev, pins=inst.pins)
+        ev = evaluate_indices(prob, dev, pins=inst.pins, overlap=overlap)
         if ev.violations:
             continue
         if contiguous == "forward" and nonconvex_devices(prob, dev, fwd):

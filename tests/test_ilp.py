@@ -302,3 +302,28 @@ def test_artificial_edges_carry_no_cost_but_order():
         assert lat.claimed_value == pytest.approx(brute_force(inst, "latency", contiguous="accelerators"), abs=1e-9)
         checked += 1
     assert checked >= 8
+
+
+@need_highs
+def test_overlap_option_matches_the_evaluator_with_overlap():
+    """Appendix G: load = max(compute, communication); the claimed value is evaluate(..., overlap=True)'s."""
+    checked = 0
+    for seed in range(400, 440):
+        inst = random_instance(seed, n_max=5)
+        if combos(inst) > MAX_COMBOS:
+            continue
+        for objective, training_only in (("max_load", False), ("max_forward_plus_max_backward", True)):
+            if training_only and not inst.graph.is_training:
+                continue
+            try:
+                p = _solve("ilp-noncontig", inst, overlap=True, objective=objective)
+            except InfeasibleError:
+                break
+            ev = evaluate(inst.graph, inst.cluster, p, pins=inst.pins, overlap=True)
+            assert not ev.violations
+            name = "throughput" if objective == "max_load" else objective
+            assert p.claimed_value == pytest.approx(ev.value(name), rel=1e-9)
+            assert p.claimed_value == pytest.approx(brute_force(inst, name, overlap=True), abs=1e-9), seed
+            assert p.claimed_value <= evaluate(inst.graph, inst.cluster, p).value(name) + 1e-9
+            checked += 1
+    assert checked >= 10

@@ -140,15 +140,16 @@ def memory_diagnosis(prob: CompiledProblem, allowed: list[list[int]]) -> str:
             f"(memory needed on limited devices {need:.6g}, offered {offer:.6g})")
 
 
-def value_of(prob: CompiledProblem, dev: np.ndarray, objective: str, pins: dict[str, str]) -> tuple[float, list[str]]:
-    ev = evaluate_indices(prob, dev, pins=pins)
+def value_of(prob: CompiledProblem, dev: np.ndarray, objective: str, pins: dict[str, str], *,
+             overlap: bool = False) -> tuple[float, list[str]]:
+    ev = evaluate_indices(prob, dev, pins=pins, overlap=overlap)
     return ev.value(objective), list(ev.violations)
 
 
 def finish(prob: CompiledProblem, *, solver: str, objective: str, options: dict, pins: dict[str, str],
            res: MilpResult | None, ilp_dev: np.ndarray | None, warm: tuple[np.ndarray, str] | None,
            wall: float, extra_ok: Callable[[np.ndarray], str | None] | None = None,
-           model_note: str = "") -> Placement:
+           model_note: str = "", overlap: bool = False) -> Placement:
     """Choose the placement to return and its honest status.
 
     ``ilp_dev``: the MILP's placement (or ``None``); ``warm``: (placement, source)
@@ -158,7 +159,7 @@ def finish(prob: CompiledProblem, *, solver: str, objective: str, options: dict,
     cands: list[tuple[float, np.ndarray, str]] = []
     notes: list[str] = []
     for dev, src in ([(ilp_dev, "ilp")] if ilp_dev is not None else []) + ([warm] if warm else []):
-        value, problems = value_of(prob, dev, objective, pins)
+        value, problems = value_of(prob, dev, objective, pins, overlap=overlap)
         if extra_ok is not None and not problems:
             why = extra_ok(dev)
             if why:
@@ -213,7 +214,7 @@ def best_warm_start(prob: CompiledProblem, pins: dict[str, str], objective: str,
                     options: dict[str, dict] | None = None,
                     cancel: Callable[[], bool] | None = None,
                     budget: float | dict[str, float] | None = None,
-                    rejected: list | None = None) -> tuple[np.ndarray, str] | None:
+                    rejected: list | None = None, overlap: bool = False) -> tuple[np.ndarray, str] | None:
     """Run the registered solvers ``names`` (skipping missing ones and failures) and return the
     best valid placement (device indices, solver name) under ``objective`` that ``accept`` allows.
 
@@ -244,7 +245,7 @@ def best_warm_start(prob: CompiledProblem, pins: dict[str, str], objective: str,
         except VizPlaceError:
             continue
         dev = prob.to_index_array(p)
-        value, problems = value_of(prob, dev, objective, pins)
+        value, problems = value_of(prob, dev, objective, pins, overlap=overlap)
         if problems or not math.isfinite(value):
             continue
         if accept is not None and not accept(dev):

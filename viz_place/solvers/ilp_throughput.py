@@ -71,6 +71,9 @@ class IlpOptions(SolverOptions):
                                                   "choices": BACKENDS})
     warm_start: bool = field(default=True, metadata={"help": "start from the DP / heuristic baselines"})
     symmetry_breaking: bool = field(default=True, metadata={"help": "order identical devices of a class"})
+    overlap: bool = field(default=False, metadata={
+        "help": "communication overlaps compute: a device's load is max(compute, communication) (the paper's "
+                "Appendix G; the value is then evaluate(..., overlap=True))"})
 
 
 @dataclass(frozen=True)
@@ -96,13 +99,14 @@ def build_model(prob, allowed, opts: IlpOptions, sym_sets):
     def X(v, d):
         return x.get((int(group[v]), d))
 
-    fwd_terms: list[dict] = [{} for _ in range(D)]   # variable -> coefficient (duplicates summed)
-    bwd_terms: list[dict] = [{} for _ in range(D)]
+    # per device: variable -> coefficient (duplicates summed) of compute / communication, forward / backward
+    parts: dict[tuple[str, bool], list[dict]] = {(k, b): [{} for _ in range(D)]
+                                                 for k in ("compute", "comm") for b in (False, True)}
     for v in range(prob.n):
         for d in allowed[int(group[v])]:
             t = prob.lat[v, d]
             if t:
-                terms = (bwd_terms if prob.backward[v] else fwd_terms)[d]
+                terms = parts["compute", bool(prob.backward[v])][d]
                 var = x[int(group[v]), d]
                 terms[var] = terms.get(var, 0.0) + float(t)
     # memory (normalised by capacity for good numerics)
@@ -138,7 +142,7 @@ def build_model(prob, allowed, opts: IlpOptions, sym_sets):
                     lp += c >= xv
             if xu is not None and len(others) < len(succ_groups):
                 lp += c >= xu   # some successor cannot be on d at all
-            (bwd_terms if prob.backward[u] else fwd_terms)[d][c] = pay
+            parts["comm", bool(prob.backward[u])][d][c] = pay
     # contiguity (convex forward set per device, CPUs included)
     if opts.contiguous:
         fwd_nodes = [v for v in range(prob.n) if not prob.backward[v]]
@@ -174,22 +178,28 @@ def build_model(prob, allowed, opts: IlpOptions, sym_sets):
     floor = max((min(float(prob.lat[list(prob.groups[g]), d].sum()) for d in ds) for g, ds in enumerate(allowed)),
                 default=0.0)
     T = lp.add_variable("T", lowBound=floor * (1 - 1e-9) if opts.objective == "max_load" else 0)
+    def load_rows(var, d, kinds, directions, name):
+        # load = compute + communication, or with overlap max(compute, communication): one row per part
+        groups = [[(k, b) for k in kinds for b in directions]] if not opts.overlap else \
+            [[(k, b) for b in directions] for k in kinds]
+        for i, keys in enumerate(groups):
+            terms: dict = {}
+            for key in keys:
+                for v, a in parts[key][d].items():
+                    terms[v] = terms.get(v, 0.0) + a
+            if terms:
+                lp.addConstraint(var >= pulp.LpAffineExpression(terms), f"{name}_{d}_{i}")
+
     if opts.objective == "max_load":
         for d in range(D):
-            terms = dict(fwd_terms[d])
-            for var, a in bwd_terms[d].items():
-                terms[var] = terms.get(var, 0.0) + a
-            if terms:
-                lp += T >= pulp.LpAffineExpression(terms), f"load_{d}"
+            load_rows(T, d, ("compute", "comm"), (False, True), "load")
         lp += T
     else:
         F = lp.add_variable("F", lowBound=0)
         B = lp.add_variable("B", lowBound=0)
         for d in range(D):
-            if fwd_terms[d]:
-                lp += F >= pulp.LpAffineExpression(fwd_terms[d]), f"fload_{d}"
-            if bwd_terms[d]:
-                lp += B >= pulp.LpAffineExpression(bwd_terms[d]), f"bload_{d}"
+            load_rows(F, d, ("compute", "comm"), (False,), "fload")
+            load_rows(B, d, ("compute", "comm"), (True,), "bload")
         lp += T == F + B
         lp += T
     return lp, x
@@ -231,10 +241,10 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
                                budget={"dp": max(1.0, opts.time_limit / 2), "*": max(1.0, opts.time_limit / 10)},
                                options={"local-search": {"seed": 0, "restarts": 2,
                                                          "time_limit": max(0.5, opts.time_limit / 10)}},
-                               rejected=rejected)
+                               rejected=rejected, overlap=opts.overlap)
         if warm is not None:
             warm = (canonical(prob, warm[0], sym_sets), warm[1])
-            value = evaluate_indices(prob, warm[0]).value(objective)
+            value = evaluate_indices(prob, warm[0], overlap=opts.overlap).value(objective)
             hooks.report(0.0, f"warm start from {warm[1]}: {value:.6g}", incumbent=value, force=True)
     hooks.report(0.0, "building the integer program", force=True)
     lp, x = build_model(prob, allowed, opts, sym_sets)
@@ -255,7 +265,8 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
         extra = " with contiguous device sets" if opts.contiguous else ""
         raise InfeasibleError(f"infeasible{extra}: {memory_diagnosis(prob, allowed)}")
     p = finish(prob, solver=solver, objective=objective, options=asdict(opts), pins=pins, res=res,
-               ilp_dev=ilp_dev, warm=warm, wall=watch.elapsed, extra_ok=contiguity_problem)
+               ilp_dev=ilp_dev, warm=warm, wall=watch.elapsed, extra_ok=contiguity_problem, overlap=opts.overlap,
+               model_note="loads with overlap: max(compute, communication)" if opts.overlap else "")
     return better_elsewhere_note(p, rejected, "solver ilp-noncontig allows such placements") if opts.contiguous else p
 
 
