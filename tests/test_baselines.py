@@ -188,3 +188,49 @@ def test_expert_splits_of_the_paper(workloads):
         assert p.claimed_value == pytest.approx(evaluate(g, c, p).max_load)
         dp = run_solver("pipedream", g, c)
         assert_valid(g, c, dp)
+
+
+def _best_chain_split(inst) -> float:
+    """Brute force: every device holds one interval of the group order (or nothing)."""
+    import itertools
+
+    import numpy as np
+
+    from viz_place.cost import compile_problem, evaluate_indices
+    prob = compile_problem(inst.graph, inst.cluster)
+    best = math.inf
+    for combo in itertools.product(range(prob.num_devices), repeat=len(prob.groups)):
+        seen, prev, ok = set(), None, True
+        for d in combo:
+            if d != prev:
+                if d in seen:
+                    ok = False
+                    break
+                seen.add(d)
+            prev = d
+        if not ok:
+            continue
+        dev = np.empty(prob.n, dtype=np.int64)
+        for g, d in enumerate(combo):
+            dev[list(prob.groups[g])] = d
+        ev = evaluate_indices(prob, dev, pins=inst.pins)
+        if not ev.violations:
+            best = min(best, ev.max_load)
+    return best
+
+
+def test_pipedream_is_the_best_chain_split():
+    checked = 0
+    for seed in range(500, 560):
+        inst = random_instance(seed, n_max=5)
+        if combos(inst) > MAX_COMBOS:
+            continue
+        best = _best_chain_split(inst)
+        try:
+            p = run_solver("pipedream", inst.graph, inst.cluster, pins=inst.pins)
+        except InfeasibleError:
+            assert best == math.inf, seed
+            continue
+        assert p.claimed_value == pytest.approx(best, abs=1e-9), seed
+        checked += 1
+    assert checked >= 15

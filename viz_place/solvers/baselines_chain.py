@@ -81,74 +81,93 @@ def solve_pipedream(graph: OpGraph, cluster: Cluster, *, pins=None, options=None
     states = list(itertools.product(*[range(c + 1) for c in counts]))   # devices used per class
     sidx = {s: k for k, s in enumerate(states)}
     INF = math.inf
-    best = [[INF] * len(states) for _ in range(G + 1)]
-    back: list[list[tuple[int, int, int] | None]] = [[None] * len(states) for _ in range(G + 1)]
-    best[0][sidx[tuple([0] * K)]] = 0.0
     inside = [False] * n
     out_cnt = [0] * n
     in_cnt = [0] * n
-    for i in range(G):
-        if hooks.cancelled:
-            raise SolverError("pipedream: cancelled before the split was complete")
-        if i % 32 == 0:
-            hooks.report(i / G, f"pipedream: prefix {i}/{G}")
-        live = [(s, v) for s, v in zip(states, best[i]) if v < INF]
-        if not live:
-            continue
-        for v in range(n):
-            inside[v] = False
-            out_cnt[v] = 0
-            in_cnt[v] = 0
-        comm = 0.0
-        pinned_here: set[int] = set()
-        for j in range(i + 1, G + 1):
-            g = j - 1
-            if g in pin_of_group:
-                pinned_here.add(pin_of_group[g])
-            for v in groups[g]:
-                if in_cnt[v] > 0:
-                    comm -= tcost[v]
-                inside[v] = True
-                oc = sum(1 for w in dsucc[v] if not inside[w])
-                out_cnt[v] = oc
-                if oc:
-                    comm += tcost[v]
-                for p in dpred[v]:
-                    if inside[p]:
-                        out_cnt[p] -= 1
-                        if out_cnt[p] == 0:
-                            comm -= tcost[p]
-                    else:
-                        in_cnt[p] += 1
-                        if in_cnt[p] == 1:
-                            comm += tcost[p]
-            mem = pre_size[j] - pre_size[i]
-            any_ok = False
-            for c, (inst, is_pin) in enumerate(classes):
-                if mem > cap[c] * (1 + 1e-12):
-                    continue
-                if is_pin:
-                    if pinned_here - {inst[0]}:
+
+    def chain_dp(ub: float):
+        """best[j][state], back[j][state]; blocks whose compute alone reaches ``ub`` are skipped."""
+        best = [[INF] * len(states) for _ in range(G + 1)]
+        back: list[list[tuple[int, int, int] | None]] = [[None] * len(states) for _ in range(G + 1)]
+        best[0][sidx[tuple([0] * K)]] = 0.0
+        for i in range(G):
+            if hooks.cancelled:
+                raise SolverError("pipedream: cancelled before the split was complete")
+            if i % 32 == 0:
+                hooks.report(i / G, f"pipedream: prefix {i}/{G}")
+            live = [(s, v) for s, v in zip(states, best[i]) if v < INF]
+            if not live:
+                continue
+            touched: list[int] = []
+            comm = 0.0
+            pinned_here: set[int] = set()
+            for j in range(i + 1, G + 1):
+                g = j - 1
+                if g in pin_of_group:
+                    pinned_here.add(pin_of_group[g])
+                for v in groups[g]:
+                    if in_cnt[v] > 0:
+                        comm -= tcost[v]
+                    inside[v] = True
+                    touched.append(v)
+                    oc = sum(1 for w in dsucc[v] if not inside[w])
+                    out_cnt[v] = oc
+                    if oc:
+                        comm += tcost[v]
+                    for p in dpred[v]:
+                        if inside[p]:
+                            out_cnt[p] -= 1
+                            if out_cnt[p] == 0:
+                                comm -= tcost[p]
+                        else:
+                            in_cnt[p] += 1
+                            touched.append(p)
+                            if in_cnt[p] == 1:
+                                comm += tcost[p]
+                mem = pre_size[j] - pre_size[i]
+                any_ok = False
+                for c, (inst, is_pin) in enumerate(classes):
+                    if mem > cap[c] * (1 + 1e-12):
                         continue
-                elif pinned_here:
-                    continue
-                if pre_bad[j, c] > pre_bad[i, c]:
-                    continue
-                compute = pre_lat[j, c] - pre_lat[i, c]
-                any_ok = True
-                load = compute + max(comm, 0.0) * pay[c]
-                for s, v in live:
-                    if s[c] >= counts[c]:
+                    if is_pin:
+                        if pinned_here - {inst[0]}:
+                            continue
+                    elif pinned_here:
                         continue
-                    t = list(s)
-                    t[c] += 1
-                    k = sidx[tuple(t)]
-                    val = max(v, load)
-                    if val < best[j][k]:
-                        best[j][k] = val
-                        back[j][k] = (i, sidx[s], c)
-            if not any_ok:
-                break   # every reason a block fails (memory, unsupported op, pins) holds for longer blocks too
+                    if pre_bad[j, c] > pre_bad[i, c]:
+                        continue
+                    compute = pre_lat[j, c] - pre_lat[i, c]
+                    if compute >= ub:
+                        continue
+                    any_ok = True
+                    load = compute + max(comm, 0.0) * pay[c]
+                    for s, v in live:
+                        if s[c] >= counts[c]:
+                            continue
+                        t = list(s)
+                        t[c] += 1
+                        k = sidx[tuple(t)]
+                        val = max(v, load)
+                        if val < best[j][k]:
+                            best[j][k] = val
+                            back[j][k] = (i, sidx[s], c)
+                if not any_ok:
+                    break   # every reason a block fails (memory, op, pins, compute >= ub) holds for longer ones too
+            for v in touched:
+                inside[v] = False
+                out_cnt[v] = 0
+                in_cnt[v] = 0
+        return best, back
+
+    # prune with the max-load of topo-fill (a quick bound); if the chain cannot reach it, solve without
+    from .baselines import solve_topo_fill
+    try:
+        ub = solve_topo_fill(graph, cluster, pins=pins).claimed_value * (1 + 1e-9)
+    except InfeasibleError:
+        ub = INF
+    best, back = chain_dp(ub)
+    if not min(best[G]) < INF and ub < INF:
+        best, back = chain_dp(INF)
     end = min(range(len(states)), key=lambda k: best[G][k])
     if not math.isfinite(best[G][end]):
         raise InfeasibleError("pipedream: no split of the linearised graph into consecutive blocks (one per "
