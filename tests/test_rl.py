@@ -252,7 +252,7 @@ def test_cancel_returns_best_so_far():
 
 
 def test_initial_placement_is_valid_and_no_worse_than_the_plain_fill():
-    from viz_place.solvers.rl.start import initial_placement, threshold_fill
+    from viz_place.solvers.rl.start import initial_placement, random_start, threshold_fill
     checked = 0
     for seed in range(80):
         inst = random_instance(seed, n_min=4, n_max=12)
@@ -267,6 +267,9 @@ def test_initial_placement_is_valid_and_no_worse_than_the_plain_fill():
         ev = evaluate_indices(prob, np.array(dev), pins=inst.pins)
         assert not ev.violations, (seed, ev.violations)
         assert ev.max_load <= evaluate_indices(prob, np.array(plain)).max_load + 1e-9
+        rnd = random_start(env, np.random.default_rng(seed))
+        if rnd is not None:
+            assert not evaluate_indices(prob, np.array(rnd), pins=inst.pins).violations
         tight = threshold_fill(env, 0.0)          # nothing fits under a zero threshold
         assert tight is None or all(prob.lat[i, d] == 0 for i, d in enumerate(tight) if prob.n)
         checked += 1

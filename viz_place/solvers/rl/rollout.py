@@ -26,12 +26,15 @@ from .policy import Policy
 
 @dataclass
 class SweepResult:
-    """One sweep: the recorded steps (if asked), the objective at start/end and the best state seen."""
+    """One sweep: the recorded steps (if asked), the objective (and the shaped value the rewards
+    come from) at start and end, and the best state seen."""
 
     start: float
     end: float
     best: float
     best_dev: list[int] | None
+    shaped_start: float = 0.0
+    shaped_end: float = 0.0
     groups: list[int] = field(default_factory=list)
     rows: list[np.ndarray] = field(default_factory=list)
     actions: list[int] = field(default_factory=list)
@@ -54,7 +57,7 @@ def sweep(env: PlacementEnv, policy: Policy, rng: np.random.Generator, *, greedy
     env.refresh_schedule()
     best, best_dev = start, None
     cur_J = env.shaped(env.inc.loads, start)
-    out = SweepResult(start, start, start, None)
+    out = SweepResult(start, start, start, None, cur_J, cur_J)
     for n_step, g in enumerate(env.free_groups if order is None else order):
         if stop is not None and n_step % 16 == 0 and stop():
             break
@@ -80,6 +83,7 @@ def sweep(env: PlacementEnv, policy: Policy, rng: np.random.Generator, *, greedy
         if new_obj[a] < best * (1 - 1e-12):
             best, best_dev = float(new_obj[a]), list(env.dev)
     out.end = env.objective()
+    out.shaped_end = cur_J
     out.best, out.best_dev = best, best_dev
     return out
 

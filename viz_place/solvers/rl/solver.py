@@ -6,8 +6,10 @@ sweep by sweep:
 * ``mode="greedy"`` — ``sweeps`` greedy sweeps (one by default: the zero-shot placement);
 * ``mode="sample"`` — greedy sweeps until one stops helping, then rounds of one
   sampled sweep (``temperature``) from the best placement so far followed by greedy
-  sweeps while they help (best of K perturb-and-descend rounds), until ``time_limit``,
-  ``samples`` rounds, ``patience`` rounds without gain or ``max_evaluations``;
+  sweeps while they help (best of K perturb-and-descend rounds; after every
+  ``restart_after`` rounds without gain one round descends from another
+  contiguous fill, or once those are used up from a random valid placement), until ``time_limit``, ``samples`` rounds, ``patience``
+  rounds without gain or ``max_evaluations``;
 * ``mode="finetune"`` (default) — like ``sample``, and every ``rollouts`` sampled
   sweeps also update a copy of the policy by REINFORCE on this graph, so later
   rounds use the fine-tuned policy.
@@ -36,7 +38,7 @@ from ..base import Hooks, SolverOptions, Stopwatch, make_options
 from .env import PlacementEnv
 from .policy import load_policy
 from .rollout import sweep
-from .start import initial_placement
+from .start import random_start, start_candidates
 from .train import Learner
 
 
@@ -59,6 +61,9 @@ class RLOptions(SolverOptions):
                                                "(0 = search until the time limit)", "min": 0})
     shuffle: bool = field(default=True, metadata={"help": "in sample/finetune modes, greedy sweeps after the first "
                                                   "visit the groups in a random order (else topological)"})
+    restart_after: int = field(default=8, metadata={"help": "after this many rounds without gain, one round "
+                                                    "starts from another fill or a random placement (0 = never)",
+                                                    "min": 0})
     rollouts: int = field(default=4, metadata={"help": "sampled sweeps per fine-tuning update", "min": 1, "max": 64})
     temperature: float = field(default=1.0, metadata={"help": "softmax temperature of sampled sweeps", "min": 0.01})
     lr: float = field(default=1e-3, metadata={"help": "fine-tuning learning rate (Adam)", "min": 0.0})
@@ -79,6 +84,11 @@ def _dev_to_placement(prob, dev, opts: RLOptions, pins, wall: float, status: str
                      claimed_value=value, options={**opts.to_dict(), "stats": stats}, wall_time=wall, message=msg)
 
 
+def _progressed(res) -> bool:
+    """Did a sweep lower the objective or, failing that, the shaped value (a better-balanced state)?"""
+    return res.best < res.start * (1 - 1e-12) or res.shaped_end < res.shaped_start * (1 - 1e-12)
+
+
 def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress=None, cancel=None) -> Placement:
     """Place ``graph`` on ``cluster`` with a learned policy (see the module docstring)."""
     opts = make_options(RLOptions, options)
@@ -90,7 +100,8 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
     pin_idx = {graph.index[n]: cluster.device_index(d) for n, d in pins.items()}
     env = PlacementEnv(prob, pin_idx, objective=opts.objective, shaping=opts.shaping)
     rng = np.random.default_rng([opts.seed, 7])
-    start = initial_placement(env)
+    starts = start_candidates(env)
+    start = starts[0]
     env.reset(start)
     best_val, best_dev = env.objective(), list(start)
     first_val = best_val
@@ -118,17 +129,16 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
         if hooks.cancelled or out_of_budget():
             cancelled = hooks.cancelled
             break
-        env.reset(best_dev)
         shuffled = k > 0 and opts.mode != "greedy" and opts.shuffle
         res = sweep(env, policy, rng, greedy=True, stop=out_of_budget,
                     order=rng.permutation(env.free_groups).tolist() if shuffled else None)
         sweeps_done += 1
-        improved = take(res)
+        take(res)
         if k == 0:
             zero_shot = best_val
         hooks.report(None, f"greedy sweep {sweeps_done}: {best_val:.6g}", incumbent=best_val,
                      data={"sweep": sweeps_done, "objective": res.best, "best": best_val})
-        if opts.mode != "greedy" and (not improved or watch.elapsed > opts.time_limit):
+        if opts.mode != "greedy" and (not _progressed(res) or watch.elapsed > opts.time_limit):
             break
     greedy_val = best_val
     if opts.mode in ("sample", "finetune"):
@@ -138,26 +148,40 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
                               rollouts=opts.rollouts, seed=opts.seed)
         pol = policy if learner is None else learner.policy
         n_samples, last_gain, batch = 0, 0, []
+        quiet = 0      # rounds without gain since the last gain or restart
+        n_restarts = 0
         while not stop_search() and (opts.samples == 0 or n_samples < opts.samples) and \
                 (opts.patience == 0 or n_samples - last_gain < opts.patience):
-            # Perturb: a sampled sweep from the best placement; then descend with greedy sweeps.
-            env.reset(best_dev)
-            res = sweep(env, pol, rng, greedy=False, temperature=opts.temperature, record=learner is not None,
-                        stop=stop_search)
+            res = None
+            if opts.restart_after > 0 and quiet >= opts.restart_after:
+                # Diversify: descend from the next fill (then from random valid placements)
+                # instead of perturbing the best one.
+                quiet = 0
+                n_restarts += 1
+                dev0 = starts[n_restarts] if n_restarts < len(starts) else random_start(env, rng)
+                env.reset(dev0 if dev0 is not None else best_dev)
+                gained = False
+            else:
+                # Perturb: a sampled sweep from the best placement; then descend with greedy sweeps.
+                env.reset(best_dev)
+                res = sweep(env, pol, rng, greedy=False, temperature=opts.temperature, record=learner is not None,
+                            stop=stop_search)
+                gained = take(res)
             n_samples += 1
-            gained = take(res)
-            for _ in range(100):
+            for _ in range(1000):
                 if stop_search():
                     break
                 res2 = sweep(env, pol, rng, greedy=True, stop=stop_search,
                              order=rng.permutation(env.free_groups).tolist() if opts.shuffle else None)
                 sweeps_done += 1
                 gained = take(res2) or gained
-                if not res2.best < res2.start * (1 - 1e-12):
+                if not _progressed(res2):
                     break
             if gained:
-                last_gain = n_samples
-            if learner is not None:
+                last_gain, quiet = n_samples, 0
+            else:
+                quiet += 1
+            if learner is not None and res is not None:
                 batch.append(res)
                 if len(batch) == opts.rollouts:
                     learner.learn(batch, "this", 0.0)

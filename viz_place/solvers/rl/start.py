@@ -122,6 +122,34 @@ def host_relief(env: PlacementEnv, slack: float) -> dict[int, int]:
     return out
 
 
+def random_start(env: PlacementEnv, rng: np.random.Generator, tries: int = 100) -> list[int] | None:
+    """A random valid placement: each group on a uniformly random device that can take it
+    (support, pins, memory), groups in random order; ``None`` if ``tries`` attempts all get stuck."""
+    prob = env.prob
+    for _ in range(tries):
+        mem = np.zeros(env.D)
+        dev = [0] * prob.n
+        for g in range(len(env.members)):
+            if env.pinned[g] >= 0:
+                mem[env.pinned[g]] += env.gsize[g]
+        ok = True
+        for g in rng.permutation(len(env.members)).tolist():
+            if env.pinned[g] >= 0:
+                d = int(env.pinned[g])
+            else:
+                room = np.flatnonzero(env.allowed[g] & (mem + env.gsize[g] <= prob.capacity * (1 + _TOL)))
+                if room.size == 0:
+                    ok = False
+                    break
+                d = int(room[rng.integers(room.size)])
+                mem[d] += env.gsize[g]
+            for i in env.members[g]:
+                dev[i] = d
+        if ok:
+            return dev
+    return None
+
+
 def _value(env: PlacementEnv, dev: list[int]) -> float:
     ev = evaluate_indices(env.prob, np.asarray(dev))
     return ev.latency if env.objective_name == "latency" else ev.max_load
@@ -129,6 +157,12 @@ def _value(env: PlacementEnv, dev: list[int]) -> float:
 
 def initial_placement(env: PlacementEnv) -> list[int]:
     """The best of the equal-work fill and threshold fills near the smallest threshold that fits."""
+    return start_candidates(env)[0]
+
+
+def start_candidates(env: PlacementEnv) -> list[list[int]]:
+    """All distinct fills :func:`initial_placement` chooses from, best first (never empty:
+    raises the named :class:`~viz_place.errors.InfeasibleError` instead)."""
     candidates: list[list[int]] = []
     try:
         candidates.append(topo_fill(env))
@@ -167,5 +201,8 @@ def initial_placement(env: PlacementEnv) -> list[int]:
             if dev is not None:
                 candidates.append(dev)
     if not candidates:
-        return topo_fill(env)      # raises the named InfeasibleError
-    return min(candidates, key=lambda dev: _value(env, dev))
+        return [topo_fill(env)]      # raises the named InfeasibleError
+    unique: dict[tuple[int, ...], list[int]] = {}
+    for dev in candidates:
+        unique.setdefault(tuple(dev), dev)
+    return sorted(unique.values(), key=lambda dev: _value(env, dev))     # stable: first of equals first
