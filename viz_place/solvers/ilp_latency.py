@@ -246,7 +246,8 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
         hooks.report(0.0, "warm start: greedy-latency and other baselines", force=True)
         warm = best_warm_start(prob, pins, "latency", WARM_SOLVERS, accept=convex_ok,
                                cancel=lambda: hooks.cancelled, budget=max(1.0, opts.time_limit / 4),
-                               options={"single-device": {"objective": "latency"}}, rejected=rejected)
+                               options={"single-device": {"objective": "latency"},
+                                        "dp": {"time_limit": max(1.0, opts.time_limit / 4)}}, rejected=rejected)
     if q > 1:   # the contiguous optimum first: a warm start and a fallback the evaluator always schedules
         hooks.report(0.0, "solving the contiguous model (q = 1) first", force=True)
         try:

@@ -239,7 +239,8 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
         warm = best_warm_start(prob, pins, objective, WARM_SOLVERS, accept=convex_ok if opts.contiguous else None,
                                cancel=lambda: hooks.cancelled,
                                budget={"dp": max(1.0, opts.time_limit / 2), "*": max(1.0, opts.time_limit / 10)},
-                               options={"local-search": {"seed": 0, "restarts": 2,
+                               options={"dp": {"time_limit": max(1.0, opts.time_limit / 2)},
+                                        "local-search": {"seed": 0, "restarts": 2,
                                                          "time_limit": max(0.5, opts.time_limit / 10)}},
                                rejected=rejected, overlap=opts.overlap)
         if warm is not None:
