@@ -223,13 +223,14 @@ def best_warm_start(prob: CompiledProblem, pins: dict[str, str], objective: str,
     ``rejected`` collects ``(value, solver)`` of valid placements that ``accept`` refused."""
     import time
     from ..errors import VizPlaceError
-    from .registry import _REGISTRY, run_solver
+    from .registry import list_solvers, run_solver
+    registered = {s.name: s for s in list_solvers()}
     best: tuple[float, np.ndarray, str] | None = None
     for name in names:
         if cancel is not None and cancel() and best is not None:
             break
-        info = _REGISTRY.get(name)
-        if info is None or not info.available():
+        info = registered.get(name)
+        if info is None:
             continue
         import dataclasses
         known = {f.name for f in dataclasses.fields(info.options_cls)}
