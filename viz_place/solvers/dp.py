@@ -222,11 +222,26 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
     hyper = _hyperedges(prob, ct)
     common = dict(succs=ct.succ_lists, lat=lat, size=size, forbid=forbid, hyperedges=hyper, counts=[cl.count for cl in classes],
                   pays=[cl.pays for cl in classes], link=[cl.link for cl in classes], cap=[cl.cap for cl in classes])
-    family_size = min(ct.num * opts.heuristic_orders, 20_000)
-    _check_memory(states, family_size, opts)
-    hooks.report(0.01, "searching a first placement (upper bound)", force=True)
+    # ideals first: an out-of-reach graph fails fast, before any other work
+    hooks.report(0.01, f"enumerating the ideals of {ct.num} supernodes", force=True)
+
+    def check_enum(count):
+        hooks.check()
+        hooks.report(0.02, f"enumerating ideals: {count:,} so far")
+    try:
+        ids = enumerate_ideals(ct.num, ct.pred_masks, ct.succ_lists, limit=opts.max_ideals, check=check_enum)
+    except TooManyIdeals as err:
+        raise SolverError(_too_many_message(graph, cluster, pins, ct, err, opts)) from None
+    except Cancelled:
+        ids = None     # still return the quick heuristic placement below
+    n_ideals = ids.count if ids is not None else 0
+    stats.ideals = n_ideals
+    _check_memory(states, max(n_ideals, min(ct.num * opts.heuristic_orders, 20_000)), opts)
+    hooks.report(0.03, "searching a first placement (upper bound)", force=True)
+    # local search pays off only when the exact pass is large
+    rounds = opts.local_search_rounds if n_ideals > 20_000 else 0
     ub = upper_bound(ct.num, ct.pred_masks, ct.succ_lists, common, orders=opts.heuristic_orders,
-                     rounds=opts.local_search_rounds, check=hooks.check)
+                     rounds=rounds, limit=min(20_000, max(2_000, n_ideals // 8)), check=hooks.check)
     stats.upper_bound = ub.value
     incumbent = _placement_from_chain(prob, ct, ub.tables, classes, ub.chain) if ub.chain else None
 
@@ -239,19 +254,9 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
                          wall_time=watch.elapsed, message=message)
 
     try:
-        if ub.cancelled:
+        if ub.cancelled or ids is None:
             raise Cancelled()
-        hooks.report(0.02, f"enumerating the ideals of {ct.num} supernodes", force=True)
-
-        def check_enum(count):
-            hooks.check()
-            hooks.report(0.05, f"enumerating ideals: {count:,} so far")
-        try:
-            ids = enumerate_ideals(ct.num, ct.pred_masks, ct.succ_lists, limit=opts.max_ideals, check=check_enum)
-        except TooManyIdeals as err:
-            raise SolverError(_too_many_message(graph, cluster, pins, ct, err, opts)) from None
-        stats.ideals = ids.count
-        _check_memory(states, ids.count, opts)
+        hooks.check()
         hooks.report(0.1, f"{ids.count:,} ideals; building tables", force=True)
         tables = dp_core.Tables.build(ids, **common)
         result = _threshold_passes(tables, lat, classes, ub.value, opts, stats, hooks)
