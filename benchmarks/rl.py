@@ -19,6 +19,7 @@ and the training curve of the shipped policy. Timings are wall and CPU seconds.
 
     .venv/bin/python benchmarks/rl.py                 # ~10 minutes on a loaded 2-core machine
     .venv/bin/python benchmarks/rl.py --budget 60 --graphs all
+    .venv/bin/python benchmarks/rl.py --budget 20 --workloads   # the 8 published operator graphs
 """
 from __future__ import annotations
 
@@ -32,7 +33,9 @@ import time
 import numpy as np
 
 from viz_place.cost import IncrementalEvaluator, compile_problem, evaluate_indices
+from _common import WORKLOADS, workloads_available
 from viz_place.errors import VizPlaceError
+from viz_place.io import load_graph
 from viz_place.samples import make_graph
 from viz_place.solvers import get_solver, list_solvers, run_solver
 from viz_place.solvers.rl import load_policy, shipped_policy_path
@@ -131,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="stop RL search after this many rounds without gain (default 0: use the whole budget)")
     ap.add_argument("--graphs", choices=("default", "all"), default="default")
     ap.add_argument("--policy", default="", help="policy file (default: the shipped one)")
+    ap.add_argument("--workloads", action="store_true",
+                    help="instead: the published operator graphs (../shared/workloads), families never trained on")
     ap.add_argument("--ls-time", action="store_true", help="also run the local-search solver for as long as rl ran")
     ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     args = ap.parse_args(argv)
@@ -148,8 +153,17 @@ def main(argv: list[str] | None = None) -> int:
     header = ("graph", "nodes", "opt", "random", "start", "rl-0", "rl", "ls=evals", "ls=time", "topo-fill",
               "rl s (cpu)", "evals", "dp s")
     print("  ".join(header))
-    for fam, n, seed, training in specs:
-        g = make_graph(fam, n // 2 if training else n, seed=seed, training=training)
+    graphs = [lambda fam=fam, n=n, seed=seed, training=training:
+              make_graph(fam, n // 2 if training else n, seed=seed, training=training)
+              for fam, n, seed, training in specs]
+    if args.workloads:
+        if workloads_available():
+            paths = sorted((WORKLOADS / "throughput-inputs" / "OperatorGraphs").glob("*.json"))
+            graphs = [lambda path=path: load_graph(path) for path in paths]
+        else:
+            print(f"--workloads: {WORKLOADS} not found; using the generated graphs")
+    for make in graphs:
+        g = make()
         cluster = g.default_cluster
         prob = compile_problem(g, cluster)
         row: dict = {"graph": g.name, "nodes": prob.n}

@@ -205,7 +205,7 @@ def train_policy(cfg: TrainConfig, *, policy: Policy | None = None, progress=Non
         elapsed = time.monotonic() - t0
         if hooks.cancelled or (limit is not None and elapsed > limit):
             break
-        frac = u / cfg.updates if limit is None else max(u / cfg.updates, elapsed / limit)
+        frac = u / cfg.updates          # the schedule never depends on the clock: reproducible
         k = int(order_rng.integers(len(envs)))
         from_best = bool(order_rng.random() < 0.5) and best_val[k] is not None
         start = best_dev[k] if from_best else fills[k]
