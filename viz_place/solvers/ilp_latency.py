@@ -43,15 +43,15 @@ from ..errors import InfeasibleError, SolverError
 from ..model import Cluster, OpGraph, Placement, validate_pins
 from ._ilp_common import (allowed_devices, best_warm_start, better_elsewhere_note, canonical, finish,
                           interchangeable_sets, memory_diagnosis, nonconvex_devices)
-from .base import Hooks, SolverOptions, Stopwatch, make_options
-from .milp import BACKENDS, solve_milp
+from .base import Hooks, Stopwatch, make_options
+from .milp import MilpOptions, solve_milp
 from .registry import SolverInfo, register
 
 WARM_SOLVERS = ("greedy-latency", "single-device", "topo-fill", "pipedream", "dp")
 
 
 @dataclass(frozen=True)
-class LatencyIlpOptions(SolverOptions):
+class LatencyIlpOptions(MilpOptions):
     """Options of ``latency-ilp``.
 
     >>> LatencyIlpOptions(max_pieces_per_accelerator=2).max_pieces_per_accelerator
@@ -61,14 +61,6 @@ class LatencyIlpOptions(SolverOptions):
     max_pieces_per_accelerator: int = field(default=1, metadata={
         "help": "q: an accelerator may run up to q contiguous pieces one after another (1 = contiguous)",
         "min": 1, "max": 16})
-    time_limit: float = field(default=60.0, metadata={"help": "seconds for the MILP back-end", "min": 0.1,
-                                                      "max": 86400.0})
-    gap: float = field(default=0.0, metadata={"help": "relative MIP gap at which to stop (0 = prove optimality)",
-                                              "min": 0.0, "max": 1.0})
-    backend: str = field(default="cbc", metadata={"help": "MILP back-end: cbc (bundled), highs (highspy), auto",
-                                                  "choices": BACKENDS})
-    warm_start: bool = field(default=True, metadata={"help": "start from greedy-latency / DP / baselines"})
-    symmetry_breaking: bool = field(default=True, metadata={"help": "order identical accelerators of a class"})
 
 
 def _loose_bound(prob, allowed) -> float:

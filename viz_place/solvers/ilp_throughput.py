@@ -41,8 +41,8 @@ from ..cost import compile_problem, evaluate_indices
 from ..model import Cluster, OpGraph, Placement, validate_pins
 from ._ilp_common import (allowed_devices, best_warm_start, better_elsewhere_note, canonical, finish,
                           interchangeable_sets, memory_diagnosis, nonconvex_devices)
-from .base import Hooks, SolverOptions, Stopwatch, make_options
-from .milp import BACKENDS, solve_milp
+from .base import Hooks, Stopwatch, make_options
+from .milp import MilpOptions, solve_milp
 from .registry import SolverInfo, register
 
 OBJECTIVES = ("max_load", "max_forward_plus_max_backward")
@@ -52,7 +52,7 @@ WARM_SOLVERS = ("dp", "pipedream", "topo-fill", "single-device", "greedy-latency
 
 
 @dataclass(frozen=True)
-class IlpOptions(SolverOptions):
+class IlpOptions(MilpOptions):
     """Options of ``ilp`` (contiguous by default) and ``ilp-noncontig``.
 
     >>> IlpOptions(time_limit=5, gap=0.01).contiguous
@@ -63,14 +63,6 @@ class IlpOptions(SolverOptions):
     objective: str = field(default="max_load", metadata={
         "help": "max_load, or max_forward_plus_max_backward (training: max forward load + max backward load)",
         "choices": OBJECTIVES})
-    time_limit: float = field(default=60.0, metadata={"help": "seconds for the MILP back-end", "min": 0.1,
-                                                      "max": 86400.0})
-    gap: float = field(default=0.0, metadata={"help": "relative MIP gap at which to stop (0 = prove optimality)",
-                                              "min": 0.0, "max": 1.0})
-    backend: str = field(default="cbc", metadata={"help": "MILP back-end: cbc (bundled), highs (highspy), auto",
-                                                  "choices": BACKENDS})
-    warm_start: bool = field(default=True, metadata={"help": "start from the DP / heuristic baselines"})
-    symmetry_breaking: bool = field(default=True, metadata={"help": "order identical devices of a class"})
     overlap: bool = field(default=False, metadata={
         "help": "communication overlaps compute: a device's load is max(compute, communication) (the paper's "
                 "Appendix G; the value is then evaluate(..., overlap=True))"})

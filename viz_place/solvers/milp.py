@@ -41,13 +41,32 @@ import numpy as np
 import pulp
 
 from ..errors import SolverError
-from .base import Hooks
+from .base import Hooks, SolverOptions
 
 #: Back-end names accepted by :func:`solve_milp` (``"auto"`` = HiGHS if installed, else CBC).
 BACKENDS = ("cbc", "highs", "auto")
 
 #: A solution whose relative gap to the bound is at most this is reported as proven optimal.
 OPTIMALITY_TOL = 1e-6
+
+
+@dataclass(frozen=True)
+class MilpOptions(SolverOptions):
+    """Options every MILP solver shares (the back-end, its limits, warm start, symmetry breaking).
+
+    >>> MilpOptions(time_limit=5, backend="highs").gap
+    0.0
+    """
+
+    time_limit: float = field(default=60.0, metadata={"help": "seconds for the MILP back-end", "min": 0.1,
+                                                      "max": 86400.0})
+    gap: float = field(default=0.0, metadata={"help": "relative MIP gap at which to stop (0 = prove optimality)",
+                                              "min": 0.0, "max": 1.0})
+    backend: str = field(default="cbc", metadata={"help": "MILP back-end: cbc (bundled), highs (highspy), auto",
+                                                  "choices": BACKENDS})
+    warm_start: bool = field(default=True, metadata={"help": "start from the DP and the heuristic baselines"})
+    symmetry_breaking: bool = field(default=True, metadata={"help": "order identical unpinned devices of a class"})
+
 
 #: Extra seconds after the time limit before the adapter stops a back-end itself.
 GRACE_SECONDS = 1.0
