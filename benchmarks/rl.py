@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         if have_ls and args.ls_time:
             ls_time = run_solver("local-search", g, cluster, options={"time_limit": rl_s, "seed": 0}).claimed_value
         tf_val = run_solver("topo-fill", g, cluster).claimed_value if have_tf else None
-        rnd = random_value(prob, 10, seed)
+        rnd = random_value(prob, 10, 0)
         ref = opt if opt else min(v for v in (zero.claimed_value, full.claimed_value, ls_val) if v)
         row.update(opt=opt, random=rnd / ref, start=topo_start / ref, rl0=zero.claimed_value / ref,
                    rl=full.claimed_value / ref, ls=ls_val / ref, ls_time=None if ls_time is None else ls_time / ref,
