@@ -89,5 +89,6 @@ def test_solvers_lists_ours_with_options(capsys):
         assert name in rows
     opts = {o["name"]: o for o in rows["ilp"]["options"]}
     assert {"time_limit", "gap", "backend", "contiguous", "objective"} <= set(opts)
-    assert rows["ilp-noncontig"]["options"][0]["default"] is False
+    noncontig = {o["name"]: o for o in rows["ilp-noncontig"]["options"]}
+    assert noncontig["contiguous"]["default"] is False and opts["contiguous"]["default"] is True
     assert "max_pieces_per_accelerator" in {o["name"] for o in rows["latency-ilp"]["options"]}
