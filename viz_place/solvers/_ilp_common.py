@@ -268,3 +268,25 @@ def better_elsewhere_note(placement: Placement, rejected: list, hint: str) -> Pl
     from dataclasses import replace
     note = f"{name} found a placement outside this model (more pieces per device) with value {value:.6g}; {hint}"
     return replace(placement, message="; ".join(filter(None, [placement.message, note])))
+
+
+def add_symmetry_breaking(lp, x: dict, num_groups: int, sym_sets) -> None:
+    """Order identical devices: device ``k`` may take group ``t`` only if device ``k-1``
+    holds one of the groups before ``t`` (groups in topological order).
+
+    ``x[(g, d)]`` are the assignment variables; ``sym_sets`` lists runs of
+    interchangeable device indices (same class, unpinned).
+    """
+    for s_i, devs in enumerate(sym_sets):
+        gl = [g for g in range(num_groups) if (g, devs[0]) in x]
+        if not gl:
+            continue
+        for k in range(1, len(devs)):
+            prev, cur = devs[k - 1], devs[k]
+            lp += x[gl[0], cur] == 0
+            run = None   # run_t = number of groups among gl[:t+1] on prev
+            for t in range(1, len(gl)):
+                y = lp.add_variable(f"sym_{s_i}_{k}_{t}", lowBound=0)
+                lp += y == (x[gl[t - 1], prev] if run is None else run + x[gl[t - 1], prev])
+                lp += x[gl[t], cur] <= y
+                run = y

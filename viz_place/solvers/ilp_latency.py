@@ -41,7 +41,7 @@ import pulp
 from ..cost import compile_problem, evaluate_indices, pieces_of
 from ..errors import InfeasibleError, SolverError
 from ..model import Cluster, OpGraph, Placement, validate_pins
-from ._ilp_common import (allowed_devices, best_warm_start, better_elsewhere_note, canonical, finish,
+from ._ilp_common import (add_symmetry_breaking, allowed_devices, best_warm_start, better_elsewhere_note, canonical, finish,
                           interchangeable_sets, memory_diagnosis, nonconvex_devices)
 from .base import Hooks, Stopwatch, make_options
 from .milp import MilpOptions, solve_milp
@@ -187,19 +187,7 @@ def build_model(prob, allowed, q: int, sym_sets, big_m: float):
             lp += L[v] >= fin[s] - big_m * (1 - X[v, s])
         if j > 0:
             lp += start[s] >= fin[(d, j - 1)]
-    for s_i, devs in enumerate(sym_sets):
-        gl = [g for g in range(len(allowed)) if (g, devs[0]) in x]
-        if not gl:
-            continue
-        for k in range(1, len(devs)):
-            prev, cur = devs[k - 1], devs[k]
-            lp += x[gl[0], cur] == 0
-            run = None
-            for t in range(1, len(gl)):
-                y = lp.add_variable(f"sym_{s_i}_{k}_{t}", lowBound=0)
-                lp += y == (x[gl[t - 1], prev] if run is None else run + x[gl[t - 1], prev])
-                lp += x[gl[t], cur] <= y
-                run = y
+    add_symmetry_breaking(lp, x, len(allowed), sym_sets)
     lp += T
     return lp, x, X
 

@@ -39,7 +39,7 @@ import pulp
 
 from ..cost import compile_problem, evaluate_indices
 from ..model import Cluster, OpGraph, Placement, validate_pins
-from ._ilp_common import (allowed_devices, best_warm_start, better_elsewhere_note, canonical, finish,
+from ._ilp_common import (add_symmetry_breaking, allowed_devices, best_warm_start, better_elsewhere_note, canonical, finish,
                           interchangeable_sets, memory_diagnosis, nonconvex_devices)
 from .base import Hooks, Stopwatch, make_options
 from .milp import MilpOptions, solve_milp
@@ -152,20 +152,7 @@ def build_model(prob, allowed, opts: IlpOptions, sym_sets):
                 xu, xv = X(u, d), X(v, d)
                 if xu is not None:
                     lp += z[v] <= (xv if xv is not None else 0) - xu + 1
-    # symmetry breaking among identical devices
-    for s_i, devs in enumerate(sym_sets):
-        gl = [g for g in range(len(allowed)) if (g, devs[0]) in x]
-        if not gl:
-            continue
-        for k in range(1, len(devs)):
-            prev, cur = devs[k - 1], devs[k]
-            lp += x[gl[0], cur] == 0
-            run = None   # run_t = number of groups among gl[:t+1] on prev
-            for t in range(1, len(gl)):
-                y = lp.add_variable(f"sym_{s_i}_{k}_{t}", lowBound=0)
-                lp += y == (x[gl[t - 1], prev] if run is None else run + x[gl[t - 1], prev])
-                lp += x[gl[t], cur] <= y
-                run = y
+    add_symmetry_breaking(lp, x, len(allowed), sym_sets)
     # every group runs somewhere: the max-load is at least its fastest compute
     floor = max((min(float(prob.lat[list(prob.groups[g]), d].sum()) for d in ds) for g, ds in enumerate(allowed)),
                 default=0.0)
