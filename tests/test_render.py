@@ -10,7 +10,8 @@ from viz_place.cost import evaluate
 from viz_place.model import Cluster, DeviceClass, OpGraph, Placement
 from viz_place.render import (device_bar_columns, device_colours, device_column, edge_polyline, graph_view,
                               layered_layout, legend_columns, metrics_view, node_columns, pareto_front, set_cluster,
-                              set_metrics, set_pins, set_placement, starting_placement, tradeoff_columns)
+                              set_metrics, set_pins, set_placement, starting_placement, tradeoff_columns,
+                              fallback_placement)
 from viz_place.samples import load_sample, make_graph, training_variant
 from viz_place.testing import random_instance
 
@@ -123,17 +124,19 @@ def test_starting_placement_is_complete_and_honours_pins_and_kinds():
     ev = evaluate(g, c, p)
     assert ev.feasible, ev.violations
     first = g.node_ids[0]
-    pinned = starting_placement(g, c, {first: "fpga:2"})
-    assert pinned[first] == "fpga:2"
-    cc = g.node(first).color_class
-    if cc is not None:
-        assert all(pinned[n] == "fpga:2" for n in g.node_ids if g.node(n).color_class == cc)
+    assert len(set(p.assignment.values())) > 1, "the start should already split the graph across devices"
+    for start in (starting_placement, fallback_placement):
+        pinned = start(g, c, {first: "fpga:2"})
+        assert pinned[first] == "fpga:2" and pinned.solver == "start"
+        cc = g.node(first).color_class
+        if cc is not None:
+            assert all(pinned[n] == "fpga:2" for n in g.node_ids if g.node(n).color_class == cc)
 
 
 def test_graph_view_recolour_sends_only_the_device_column():
     g = make_graph("residual", 40)
     c = g.default_cluster
-    p0 = starting_placement(g, c)
+    p0 = fallback_placement(g, c)   # everything on the host: no cross-device edge yet
     view = graph_view(g, c, p0, evaluation=evaluate(g, c, p0))
     assert view.figure.output_backend == "canvas"
     assert view.nodes.data["device"] == device_column(g, p0)

@@ -169,7 +169,11 @@ def test_edit_device_count_applies_and_bad_value_is_refused(ex):
     assert s.cluster.class_named("fpga").count == 2
     assert list(ex.graph_panel.view.mapper.factors) == list(s.cluster.device_names)
     assert list(ex.graph_panel.device.options) == list(s.cluster.device_names)
-    assert ex.metrics.view.bars.data["device"] == list(s.cluster.device_names)
+    names = list(s.cluster.device_names)
+    beyond = sorted({d for d in s.placement.assignment.values() if d not in names})
+    assert sorted(ex.metrics.view.bars.data["device"]) == sorted(names + beyond)
+    if beyond:   # the placement is kept (never lose work); the evaluation names the excess devices
+        assert any("more devices used than exist" in v for v in s.evaluation.violations)
     good = s.cluster
     row.fields["count"].value = "-1"
     assert s.cluster is good

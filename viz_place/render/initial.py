@@ -1,23 +1,46 @@
 """The placement the explorer starts from before any solver has run.
 
-Every colocation group (colour class, or a single node) goes to the first
-device, in cluster order, that can run all of its nodes and has unlimited
-memory (a host CPU in the paper's setting); failing that, the first device
-that can run them all; failing that, the first device (the evaluator then
-reports the violation). It is a starting point to look at, not a solver.
+So that the first view already shows a split across the devices, the start is
+the ``topo-fill`` baseline (accelerators filled in topological order, each up
+to an equal share of the compute, memory and pins respected) when that solver
+is registered and finds a placement. Otherwise every colocation group (colour
+class, or a single node) goes to the first device, in cluster order, that can
+run all of its nodes and has unlimited memory (a host CPU in the paper's
+setting); failing that, the first device that can run them all; failing that,
+the first device (the evaluator then reports the violation). It is a starting
+point to look at, marked ``solver="start"``, not a solver result.
 
 >>> from viz_place.model import OpGraph, Cluster
 >>> g = OpGraph.from_records([{"id": "a", "latency": {"cpu": 1.0, "fpga": 0.5}}], [])
->>> starting_placement(g, Cluster.paper(2, 1, 10.0))["a"]
+>>> fallback_placement(g, Cluster.paper(2, 1, 10.0))["a"]
 'cpu:0'
+>>> starting_placement(g, Cluster.paper(2, 1, 10.0))["a"]
+'fpga:0'
 """
 from __future__ import annotations
 
+from ..errors import VizPlaceError
 from ..model import Cluster, OpGraph, Placement
+from ..solvers import list_solvers, run_solver
+
+START_SOLVER = "topo-fill"
 
 
 def starting_placement(graph: OpGraph, cluster: Cluster, pins=None) -> Placement:
-    """A simple complete placement honouring ``pins`` (status ``"manual"``)."""
+    """A quick, complete placement honouring ``pins`` (status ``"manual"``, solver ``"start"``)."""
+    if any(s.name == START_SOLVER for s in list_solvers()):
+        try:
+            p = run_solver(START_SOLVER, graph, cluster, pins=pins)
+        except VizPlaceError:
+            p = None
+        if p is not None:
+            return Placement(p.assignment, solver="start", status="manual",
+                             message=f"start: the {START_SOLVER} baseline")
+    return fallback_placement(graph, cluster, pins)
+
+
+def fallback_placement(graph: OpGraph, cluster: Cluster, pins=None) -> Placement:
+    """Every group on the first device that can hold it (see the module docstring)."""
     pins = dict(pins or {})
     devices = cluster.devices
     assignment: dict[str, str] = {}
