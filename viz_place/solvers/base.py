@@ -154,3 +154,17 @@ class Stopwatch:
     @property
     def elapsed(self) -> float:
         return time.perf_counter() - self.start
+
+
+def prepare(graph, cluster, pins, options, options_cls):
+    """The public-entry checks every solver starts with: ``(options, pins, compiled problem)``.
+
+    Options are validated into ``options_cls`` (:func:`make_options`), pins by
+    :func:`viz_place.model.validate_pins`, and the problem arrays are compiled
+    (cached) by :func:`viz_place.cost.compile_problem`.
+    """
+    from ..cost import compile_problem
+    from ..model import validate_pins
+    opts = make_options(options_cls, options)
+    pins = validate_pins(graph, cluster, pins)
+    return opts, pins, compile_problem(graph, cluster)

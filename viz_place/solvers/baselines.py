@@ -23,16 +23,15 @@ Every result goes through the evaluator: the claimed value is its figure.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from ..cost import compile_problem, evaluate_indices
+from ..cost import evaluate_indices
 from ..errors import InfeasibleError, PlacementError, SolverError
-from ..model import Cluster, OpGraph, Placement, check_complete, validate_pins
+from ..model import Cluster, OpGraph, Placement, check_complete
 from ._ilp_common import allowed_devices, group_label
-from .base import Hooks, SolverOptions, Stopwatch, make_options
+from .base import SolverOptions, Stopwatch, prepare
 from .registry import SolverInfo, register
 
 OBJECTIVES = ("max_load", "latency")
@@ -89,18 +88,11 @@ class ExpertOptions(SolverOptions):
                                                          "choices": OBJECTIVES})
 
 
-def _setup(graph, cluster, pins, options, cls):
-    opts = make_options(cls, options)
-    pins = validate_pins(graph, cluster, pins)
-    prob = compile_problem(graph, cluster)
-    return opts, pins, prob
-
-
 def solve_greedy_latency(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress=None,
                          cancel=None) -> Placement:
     """The paper's greedy latency heuristic (see the module docstring)."""
     watch = Stopwatch()
-    opts, pins, prob = _setup(graph, cluster, pins, options, GreedyLatencyOptions)
+    opts, pins, prob = prepare(graph, cluster, pins, options, GreedyLatencyOptions)
     allowed = allowed_devices(prob, pins)
     sizes = group_sizes(prob)
     pinned = pinned_groups(prob, pins)
@@ -142,7 +134,7 @@ def solve_single_device(graph: OpGraph, cluster: Cluster, *, pins=None, options=
                         cancel=None) -> Placement:
     """Everything on one device (the best one for the objective that can hold it all)."""
     watch = Stopwatch()
-    opts, pins, prob = _setup(graph, cluster, pins, options, SingleDeviceOptions)
+    opts, pins, prob = prepare(graph, cluster, pins, options, SingleDeviceOptions)
     targets = sorted(set(pins.values()))
     if len(targets) > 1:
         raise InfeasibleError(f"single-device: nodes are pinned to several devices ({', '.join(targets)})")
@@ -173,7 +165,7 @@ def solve_topo_fill(graph: OpGraph, cluster: Cluster, *, pins=None, options=None
                     cancel=None) -> Placement:
     """Fill the accelerators in topological order, each up to an equal share of the compute."""
     watch = Stopwatch()
-    opts, pins, prob = _setup(graph, cluster, pins, options, TopoFillOptions)
+    opts, pins, prob = prepare(graph, cluster, pins, options, TopoFillOptions)
     allowed = allowed_devices(prob, pins)
     sizes = group_sizes(prob)
     pinned = pinned_groups(prob, pins)
@@ -223,7 +215,7 @@ def solve_expert(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, p
                  cancel=None) -> Placement:
     """Load a given split (option ``path``); its value is the evaluator's; violations are listed in the message."""
     watch = Stopwatch()
-    opts, pins, prob = _setup(graph, cluster, pins, options, ExpertOptions)
+    opts, pins, prob = prepare(graph, cluster, pins, options, ExpertOptions)
     if not opts.path:
         raise SolverError("expert: option 'path' is required: the file with the split "
                           "(our placement JSON or the paper's split format)")

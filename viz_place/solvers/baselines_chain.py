@@ -26,10 +26,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ..cost import compile_problem
 from ..errors import InfeasibleError, SolverError
-from ..model import Cluster, OpGraph, Placement, validate_pins
-from .base import Hooks, SolverOptions, Stopwatch, make_options
+from ..model import Cluster, OpGraph, Placement
+from .base import Hooks, SolverOptions, Stopwatch, prepare
 from .registry import SolverInfo, register
 
 
@@ -55,10 +54,8 @@ def solve_pipedream(graph: OpGraph, cluster: Cluster, *, pins=None, options=None
                     cancel=None) -> Placement:
     """Optimal split of the linearised graph into consecutive blocks, one per device."""
     watch = Stopwatch()
-    opts = make_options(PipeDreamOptions, options)
-    pins = validate_pins(graph, cluster, pins)
+    opts, pins, prob = prepare(graph, cluster, pins, options, PipeDreamOptions)
     hooks = Hooks(progress, cancel)
-    prob = compile_problem(graph, cluster)
     groups = prob.groups
     G, n = len(groups), prob.n
     index = graph.index

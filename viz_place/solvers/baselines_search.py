@@ -23,11 +23,11 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from ..cost import IncrementalEvaluator, compile_problem
+from ..cost import IncrementalEvaluator
 from ..errors import InfeasibleError, SolverError
-from ..model import Cluster, OpGraph, Placement, validate_pins
+from ..model import Cluster, OpGraph, Placement
 from ._ilp_common import allowed_devices, group_label
-from .base import Hooks, SolverOptions, Stopwatch, make_options
+from .base import Hooks, SolverOptions, Stopwatch, prepare
 from .registry import SolverInfo, register
 
 
@@ -119,10 +119,8 @@ def solve_local_search(graph: OpGraph, cluster: Cluster, *, pins=None, options=N
                        cancel=None) -> Placement:
     """Best of ``restarts`` hill climbs on max-load (see the module docstring)."""
     watch = Stopwatch()
-    opts = make_options(LocalSearchOptions, options)
-    pins = validate_pins(graph, cluster, pins)
+    opts, pins, prob = prepare(graph, cluster, pins, options, LocalSearchOptions)
     hooks = Hooks(progress, cancel)
-    prob = compile_problem(graph, cluster)
     allowed = allowed_devices(prob, pins)
     index = graph.index
     pinned = {int(prob.group[index[v]]): prob.cluster.device_index(d) for v, d in pins.items()}

@@ -38,12 +38,12 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 import pulp
 
-from ..cost import compile_problem, evaluate_indices, pieces_of
+from ..cost import evaluate_indices, pieces_of
 from ..errors import InfeasibleError, SolverError
-from ..model import Cluster, OpGraph, Placement, validate_pins
+from ..model import Cluster, OpGraph, Placement
 from ._ilp_common import (add_symmetry_breaking, allowed_devices, best_warm_start, better_elsewhere_note, canonical, finish,
                           interchangeable_sets, memory_diagnosis, nonconvex_devices)
-from .base import Hooks, Stopwatch, make_options
+from .base import Hooks, Stopwatch, prepare
 from .milp import MilpOptions, solve_milp
 from .registry import SolverInfo, register
 
@@ -199,10 +199,8 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
     value is always ``evaluate(...).latency`` of the placement returned.
     """
     watch = Stopwatch()
-    opts = make_options(LatencyIlpOptions, options)
-    pins = validate_pins(graph, cluster, pins)
+    opts, pins, prob = prepare(graph, cluster, pins, options, LatencyIlpOptions)
     hooks = Hooks(progress, cancel)
-    prob = compile_problem(graph, cluster)
     q = opts.max_pieces_per_accelerator
     devices = prob.cluster.devices
 

@@ -37,11 +37,11 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pulp
 
-from ..cost import compile_problem, evaluate_indices
-from ..model import Cluster, OpGraph, Placement, validate_pins
+from ..cost import evaluate_indices
+from ..model import Cluster, OpGraph, Placement
 from ._ilp_common import (add_symmetry_breaking, allowed_devices, best_warm_start, better_elsewhere_note, canonical, finish,
                           interchangeable_sets, memory_diagnosis, nonconvex_devices)
-from .base import Hooks, Stopwatch, make_options
+from .base import Hooks, Stopwatch, make_options, prepare
 from .milp import MilpOptions, solve_milp
 from .registry import SolverInfo, register
 
@@ -194,10 +194,8 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
     limit ran out before any placement was found (``"no solution in time"``).
     """
     watch = Stopwatch()
-    opts = make_options(IlpOptions, options)
-    pins = validate_pins(graph, cluster, pins)
+    opts, pins, prob = prepare(graph, cluster, pins, options, IlpOptions)
     hooks = Hooks(progress, cancel)
-    prob = compile_problem(graph, cluster)
     solver = "ilp" if opts.contiguous else "ilp-noncontig"
     objective = _objective_name(opts)
     allowed = allowed_devices(prob, pins)
