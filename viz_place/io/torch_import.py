@@ -16,7 +16,7 @@ records what rebuilds the same model.
 >>> g = import_torch("hf:gpt2", overrides={"n_layer": 2, "n_embd": 64, "n_head": 4}, seq_len=16,
 ...                  granularity="module")
 >>> [n.id for n in g.nodes()][:5], g.source["tracer"], g.source["depth"]
-(['transformer', 'transformer.wte', 'transformer#2', 'transformer.wpe', 'transformer#3'], 'export', 3)
+(['transformer', 'transformer.wte', 'transformer#2', 'transformer.drop', 'transformer.h.0'], 'export', 3)
 """
 from __future__ import annotations
 
