@@ -9,7 +9,7 @@ acyclic by construction (edges only go from earlier runs to later ones). Most
 modules run once and give one node, named by their dotted path
 (``transformer.h.0``); a parent module running its own ops between its
 children (``transformer``: embeddings add, final reshape) gives one node per
-run, ``transformer``, ``transformer#2``...; runs of one module that hold
+run, ``transformer``, ``transformer#2``...; runs of one module that each hold
 parameters share a colour class (a module's tensors live on one device).
 
 A coarse node sums its ops' latencies (per device kind: exact, as the op-level
@@ -89,10 +89,13 @@ def coarsen_modules(graph: OpGraph, depth: int, *, module_types: Mapping[str, st
         if not gid.endswith("__grad"):
             runs_by_key.setdefault(truncate(key_of[gid], depth), []).append(gid)
     colour: dict[str, str] = {}
+    shared: set[str] = set()
     for key, gids in runs_by_key.items():
-        shared = len(gids) > 1 and any(graph.node(m).size > 0 for gid in gids for m in members[gid])
+        holding = [gid for gid in gids if any(graph.node(m).size > 0 for m in members[gid])]
         for gid in gids:
-            colour[gid] = (key or ROOT) if shared else gid
+            colour[gid] = (key or ROOT) if len(holding) > 1 and gid in holding else gid
+            if len(holding) > 1 and gid in holding:
+                shared.add(gid)
     training = graph.is_training
     types = dict(module_types or {})
     out = nx.DiGraph()
@@ -102,7 +105,7 @@ def coarsen_modules(graph: OpGraph, depth: int, *, module_types: Mapping[str, st
         leaving = [m for m in ms if any(group.get(s) != gid for s in g_op.successors(m))]
         fwd_id = gid[:-len("__grad")] if gid.endswith("__grad") else gid
         key = truncate(key_of[gid], depth)
-        cc = colour[fwd_id] if (training or colour[fwd_id] != fwd_id) else None
+        cc = colour[fwd_id] if (training or fwd_id in shared) else None
         out.add_node(gid, name=gid, op_type=(types.get(key, "module") + ("Grad" if gid != fwd_id else "")),
                      latency={k: sum(n.latency[k] for n in nodes) for k in kinds},
                      size=sum(n.size for n in nodes), backward=gid != fwd_id, color_class=cc,

@@ -29,8 +29,8 @@ from typing import Iterable, Mapping
 from ..errors import PlacementError, SolverError
 from .graph import OpGraph
 
-#: Share of a block's weight a nested block list must hold for the blocks to be taken from it.
-NESTED_SHARE = 0.9
+#: Names of module lists whose entries are stages (each with its own list of blocks).
+STAGE_LISTS = frozenset({"stages"})
 
 
 def layer_to_path(layer: str | None) -> str:
@@ -68,9 +68,9 @@ def has_module_paths(graph: OpGraph) -> bool:
 def require_module_paths(graph: OpGraph, what: str) -> None:
     """Refuse a graph without module paths, saying so (for module-order baselines)."""
     if not has_module_paths(graph):
-        raise SolverError(f"{what} places along the module order of a PyTorch model, but graph {graph.name!r} "
-                          "has no module paths (node field 'layer'); import the model with `viz-place import "
-                          "hf:...` or viz_place.io.torch_import.import_torch(module, inputs)")
+        raise SolverError(f"{what}: graph {graph.name!r} has no module paths (node field 'layer'); import a "
+                          "PyTorch model with `viz-place import hf:...` or "
+                          "viz_place.io.torch_import.import_torch(module, inputs)")
 
 
 @dataclass(frozen=True)
@@ -109,17 +109,17 @@ def _numbered_children(paths: Iterable[str]) -> dict[str, list[str]]:
         for i, part in enumerate(parts):
             if part.isdigit():
                 kids.setdefault(".".join(parts[:i]), set()).add(".".join(parts[:i + 1]))
-    return {c: sorted(ks, key=lambda k: int(k.rsplit(".", 1)[-1])) for c, ks in kids.items() if len(ks) >= 2}
+    return {c: sorted(ks, key=lambda k: int(k.rsplit(".", 1)[-1])) for c, ks in kids.items()}
 
 
 def repeated_blocks(graph: OpGraph) -> BlockList:
     """The children of the model's main block list, in model order.
 
     The main list is the outermost numbered module list (``h.0, h.1, ...``) with the
-    most weight (parameter bytes; FLOPs when the graph has no sizes). When every
-    one of its entries holds a nested numbered list with at least
-    :data:`NESTED_SHARE` of its weight (ResNet's stages hold their ``layers``),
-    the blocks are taken from the nested lists instead. Raises
+    most weight (parameter bytes; FLOPs when the graph has no sizes). A list named
+    as in :data:`STAGE_LISTS` (``stages``: ResNet, ConvNeXt) holds stages, not
+    blocks: the blocks are then the entries of each stage's outermost own list
+    (``stages.0.layers.*``, ``stages.1.layers.*``...). Raises
     :class:`~viz_place.errors.SolverError` when the graph has no module paths or
     no numbered module list.
     """
@@ -127,23 +127,20 @@ def repeated_blocks(graph: OpGraph) -> BlockList:
     weights = _weights(graph)
     lists = _numbered_children(weights)
     outer = [c for c in lists if not any(o != c and is_within(c, o) for o in lists)]
-    if not outer:
+    if not outer or all(len(lists[c]) < 2 for c in outer):
         raise SolverError(f"graph {graph.name!r}: no repeated blocks (no numbered module list such as 'h.0', 'h.1' "
                           "in the node layers)")
-    top = max(outer, key=lambda c: (weights.get(c, 0.0), len(lists[c])))
+    top = max((c for c in outer if len(lists[c]) >= 2), key=lambda c: (weights.get(c, 0.0), len(lists[c])))
     blocks, containers = list(lists[top]), [top]
-    while True:
+    while containers[0].rsplit(".", 1)[-1] in STAGE_LISTS:
         nested = []
         for b in blocks:
-            inner = [c for c in lists if c != b and is_within(c, b)
-                     and not any(o != c and is_within(c, o) and is_within(o, b) and o != b for o in lists)]
-            best = max(inner, key=lambda c: weights.get(c, 0.0), default=None)
-            total = weights.get(b, 0.0)
-            if best is None or total <= 0 or weights.get(best, 0.0) < NESTED_SHARE * total:
-                nested = None
+            inner = [c for c in lists if is_within(c, b) and c != b
+                     and not any(o != c and o != b and is_within(c, o) and is_within(o, b) for o in lists)]
+            if not inner:
                 break
-            nested.append(best)
-        if not nested:
+            nested.append(max(inner, key=lambda c: weights.get(c, 0.0)))
+        if len(nested) != len(blocks):
             break
         blocks = [k for c in nested for k in lists[c]]
         containers = nested
@@ -155,30 +152,35 @@ def node_paths(graph: OpGraph) -> dict[str, str]:
     return {n.id: layer_to_path(n.layer) for n in graph.nodes() if not n.backward and not n.artificial}
 
 
+def device_map_nodes(graph: OpGraph) -> dict[str, str]:
+    """The nodes of a module-granular graph that a ``device_map`` names: node id -> module path.
+
+    Every module node; a parent's own-ops node (``transformer``, ``transformer#2``:
+    the ops a module runs between its children) only when it holds parameters,
+    as a ``device_map`` lists only modules whose tensors must live somewhere.
+    """
+    paths = node_paths(graph)
+    parents = {p for p in set(paths.values()) if any(q != p and is_within(q, p) for q in paths.values())}
+    return {nid: path for nid, path in paths.items() if path not in parents or graph.node(nid).size > 0}
+
+
 def module_device_map(graph: OpGraph, assignment: Mapping[str, str]) -> dict[str, str]:
     """``{dotted.module.path: device}`` of a placement of a module-granular graph.
 
-    ``assignment`` is node -> device (``placement.assignment``). Every module node
-    gives its path; a parent's own-ops node (``transformer#2``: the ops a module
-    runs between its children) gives its path only when it holds parameters, as
-    a ``device_map`` lists only modules whose tensors must live somewhere (more
-    specific keys win, as accelerate resolves them). Raises
-    :class:`~viz_place.errors.PlacementError` for an op-granular graph or when
-    one module's nodes with parameters are on different devices.
+    ``assignment`` is node -> device (``placement.assignment``); the keys are the
+    paths of :func:`device_map_nodes` (more specific keys win, as accelerate
+    resolves them). Raises :class:`~viz_place.errors.PlacementError` for an
+    op-granular graph, an unplaced node, or when one module's nodes with
+    parameters are on different devices.
     """
     if (graph.source or {}).get("granularity") != "module":
         raise PlacementError(f"graph {graph.name!r} is not module-granular (one node per module); import it "
                              "with --granularity module to map a placement back to modules")
     out: dict[str, str] = {}
-    for n in graph.nodes():
-        if n.backward or n.artificial:
-            continue
-        if n.id not in assignment:
-            raise PlacementError(f"node {n.id!r} (module {layer_to_path(n.layer) or '(root)'}) is not placed")
-        path, dev = layer_to_path(n.layer), assignment[n.id]
-        own_ops = "#" in n.id or n.id.startswith("(")
-        if own_ops and n.size <= 0:
-            continue
+    for nid, path in device_map_nodes(graph).items():
+        if nid not in assignment:
+            raise PlacementError(f"node {nid!r} (module {path or '(root)'}) is not placed")
+        dev = assignment[nid]
         if path in out and out[path] != dev:
             raise PlacementError(f"module {path or '(root)'!r}: its nodes with parameters are on {out[path]} and "
                                  f"{dev}; a device_map needs one device per module")
