@@ -35,7 +35,7 @@ evaluator's max-load.
 >>> sorted(solve_uniform_layers(g, c).assignment.items())
 [('b0', 'gpu:0'), ('b1', 'gpu:0'), ('b2', 'gpu:1'), ('b3', 'gpu:1'), ('emb', 'gpu:0')]
 >>> sorted(solve_balanced_memory(g, c).assignment.items())
-[('b0', 'gpu:1'), ('b1', 'gpu:1'), ('b2', 'gpu:1'), ('b3', 'gpu:1'), ('emb', 'gpu:0')]
+[('b0', 'gpu:0'), ('b1', 'gpu:1'), ('b2', 'gpu:1'), ('b3', 'gpu:1'), ('emb', 'gpu:0')]
 """
 from __future__ import annotations
 
