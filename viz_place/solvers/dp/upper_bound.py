@@ -7,7 +7,7 @@ over every ideal within ``radius`` add/remove moves of the best chain's ideals
 (a large-neighbourhood search), keeping the best chain found.
 
 >>> import numpy as np
->>> from viz_place.solvers.dp_core import Tables
+>>> from viz_place.solvers.dp.recursion import Tables
 >>> common = dict(succs=[[1], []], lat=np.array([[1.0], [2.0]]), size=np.zeros(2), forbid=np.zeros((2, 1), bool),
 ...               hyperedges=[], counts=[2], pays=[False], link=[1.0], cap=[np.inf])
 >>> ub = upper_bound(2, [0, 1], [[1], []], common)
@@ -20,8 +20,8 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from ..errors import Cancelled
-from . import dp_core
+from ...errors import Cancelled
+from . import recursion as dp_core
 from .ideals import ideals_from_ints, prefix_family, topological_orders
 
 
