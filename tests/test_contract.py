@@ -6,12 +6,11 @@ import dataclasses
 import json
 import math
 
-import numpy as np
 import pytest
 
 from _ilp_brute import MAX_COMBOS, brute_force, combos
 from viz_place.cli.main import main
-from viz_place.cost import compile_problem, evaluate, simple_lower_bound
+from viz_place.cost import evaluate, simple_lower_bound
 from viz_place.errors import (DeviceError, GraphValidationError, InfeasibleError, InternalError, PlacementError,
                               SolverError, VizPlaceError)
 from viz_place.io import load_placement, write_placement

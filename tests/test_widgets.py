@@ -16,7 +16,6 @@ import pytest
 from viz_place.cost import evaluate
 from viz_place.errors import SolverError
 from viz_place.io import graph_to_paper_dict, load_placement
-from viz_place.model import Placement
 from viz_place.solvers import SolverInfo, SolverOptions, SolverResult, registry
 from viz_place.widgets import PlacementExplorer
 from viz_place.widgets.session import FORMAT as SESSION_FORMAT

@@ -264,6 +264,7 @@ class ExplorerState:
                "objective": p.objective, "max_load": ev.max_load, "throughput": ev.throughput,
                "latency": ev.latency, "peak_memory_fraction": max(mem) if mem else None,
                "feasible": ev.feasible, "wall_time": p.wall_time, "claimed_value": p.claimed_value,
+               "lower_bound": p.lower_bound, "bound_set": p.bound_set,
                "devices": self.cluster.to_dict(), "assignment": dict(p.assignment),
                "recorded_at": time.strftime("%H:%M:%S")}
         with self._lock:

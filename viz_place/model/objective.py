@@ -10,7 +10,8 @@ Objectives (what a solver minimises, what :meth:`Evaluation.value` returns):
 Older files and options that say ``"throughput"`` mean ``"max_load"``;
 :func:`canonical_objective` maps them (the only such map in the package).
 
-Bound sets (``Placement.bound_set``): a proven lower bound holds for every placement in
+Bound sets (``Placement.bound_set``): a proven lower bound holds for every valid
+placement (pins, memory limits, supported ops respected) in
 
 * ``"pipeline"`` — pipeline splits: each device holds ``I \\ J`` for a chain of ideals (the DP's set);
 * ``"convex"`` — per-device convex sets (a superset of pipeline splits);

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..errors import SolverError
-from ..model import OBJECTIVES, Cluster, OpGraph, Placement, canonical_objective
+from ..model import Cluster, OpGraph, Placement, canonical_objective
 from .base import Hooks, Stopwatch
 from .contract import Problem, SolverResult, build_placement, prepare
 
@@ -92,4 +92,4 @@ def run_solver(name: str, graph: OpGraph, cluster: Cluster, *, pins=None, option
     return build_placement(info, problem, result, wall_time=watch.elapsed)
 
 
-__all__ = ["SolverInfo", "register", "get_solver", "is_available", "list_solvers", "run_solver", "OBJECTIVES"]
+__all__ = ["SolverInfo", "register", "get_solver", "is_available", "list_solvers", "run_solver"]

@@ -37,7 +37,7 @@ The bound the MILP proves holds for the placements its model allows:
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import numpy as np
 import pulp
