@@ -210,13 +210,13 @@ def test_solver_bugs_are_internal_errors_not_bad_input(monkeypatch, bug):
 
 def test_dp_disagreeing_with_the_evaluator_is_an_internal_error(monkeypatch):
     import viz_place.solvers.dp.solver as dp_solver
-    real = dp_solver.dp_core.run
+    real = dp_solver.recursion.run
 
     def wrong(*a, **k):
         res = real(*a, **k)
         return dataclasses.replace(res, value=res.value * 1.5 + 1.0) if math.isfinite(res.value) else res
 
-    monkeypatch.setattr(dp_solver.dp_core, "run", wrong)
+    monkeypatch.setattr(dp_solver.recursion, "run", wrong)
     g = make_graph("chain", 6)
     with pytest.raises(InternalError, match="dp: the solver's value"):
         run_solver("dp", g, g.default_cluster)
@@ -298,3 +298,15 @@ def test_devices_panel_outlines_the_field_the_error_names():
     assert row.fields["speed"].layout.border and not row.fields["count"].layout.border
     row.fields["speed"].value = "1"
     assert not row.fields["speed"].layout.border and row.error.value == ""
+
+
+def test_cli_prints_the_bound_and_its_set(capsys):
+    assert main(["solve", "residual", "--solver", "dp", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert row["objective"] == "max_load" and row["bound_set"] == "pipeline"
+    assert row["lower_bound"] == pytest.approx(row["value"])
+    assert main(["solve", "residual", "--solver", "dp"]) == 0
+    assert "over pipeline splits" in capsys.readouterr().out
+    assert main(["solve", "residual", "--solver", "topo-fill", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert row["lower_bound"] is None and row["bound_set"] is None

@@ -14,6 +14,9 @@ from ..solver_files import read_option_files
 from ..solvers import get_solver, list_solvers, make_options, run_solver
 from .common import add_graph_args, cluster_for, fmt, load_graph_arg, pins_for, print_json, print_table
 
+#: How the human-readable output names the set a bound holds for.
+BOUND_SET_TEXT = {"pipeline": "pipeline splits", "convex": "per-device convex placements", "any": "every placement"}
+
 #: Flags that map onto a solver option of the same meaning, when the solver has it.
 FLAG_OPTIONS = {"time_limit": "--time-limit", "gap": "--gap", "backend": "--backend", "seed": "--seed",
                 "policy": "--policy"}
@@ -113,6 +116,8 @@ def run_solve(args) -> int:
     print(f"{info.name}: {row['objective']} value {fmt(row['value'])} ({row['status']}) in {fmt(row['seconds'])} s")
     print(f"max-load {fmt(ev.max_load)}, throughput {fmt(ev.throughput)}, latency {fmt(ev.latency)}, "
           f"bottleneck {ev.bottleneck}")
+    if placement.lower_bound is not None:
+        print(f"proven lower bound {fmt(placement.lower_bound)} over {BOUND_SET_TEXT[placement.bound_set]}")
     if placement.message:
         print(placement.message)
     for v in ev.violations:

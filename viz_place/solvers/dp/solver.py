@@ -43,7 +43,7 @@ from ...errors import Cancelled, InfeasibleError, InternalError, SolverError
 from ...model import Cluster, OpGraph
 from ..base import Hooks, SolverOptions, Stopwatch
 from ..contract import Problem, SolverResult
-from . import recursion as dp_core
+from . import recursion
 from .contraction import Contracted, contract
 from .ideals import TooManyIdeals, enumerate_ideals
 from .upper_bound import upper_bound
@@ -185,7 +185,7 @@ def _supernode_tables(graph, prob, ct: Contracted, classes: list[_Class], pin_of
     return lat, size, forbid
 
 
-def _placement_from_chain(prob, ct: Contracted, tables: dp_core.Tables, classes, chain) -> dict[str, str]:
+def _placement_from_chain(prob, ct: Contracted, tables: recursion.Tables, classes, chain) -> dict[str, str]:
     used = [0] * len(classes)
     assignment: dict[str, str] = {}
     for c, j, i in reversed(chain):
@@ -258,7 +258,7 @@ def solve(problem: Problem, opts: DPOptions, user_hooks: Hooks) -> SolverResult:
             raise Cancelled()
         hooks.check()
         hooks.report(0.1, f"{ids.count:,} ideals; building tables", force=True)
-        tables = dp_core.Tables.build(ids, **common)
+        tables = recursion.Tables.build(ids, **common)
         result = _threshold_passes(tables, lat, classes, ub.value, opts, stats, hooks)
     except Cancelled:
         if incumbent is None:
@@ -332,7 +332,7 @@ def _threshold_passes(tables, lat, classes, ub: float, opts: DPOptions, stats: D
         def check(frac, message=message, lo_f=lo_f, hi_f=hi_f, inc=inc):
             hooks.check()
             hooks.report(0.1 + 0.89 * (lo_f + (hi_f - lo_f) * frac), message, incumbent=inc)
-        res = dp_core.run(tables, T, check=check)
+        res = recursion.run(tables, T, check=check)
         stats.pairs += res.pairs
         if math.isfinite(res.value) or T == math.inf or T == ub:
             if not math.isfinite(res.value) and T == ub and math.isfinite(ub):
