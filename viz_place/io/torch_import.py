@@ -43,7 +43,7 @@ def import_torch(model: Any, example_inputs: Sequence[Any] | None = None, *,
                  training: bool = False, profile: bool = False, calibration: Mapping[str, float] | None = None,
                  specs: Mapping[str, RooflineSpec] | None = None, cluster: Cluster | None = None,
                  tracer: str = "auto", name: str | None = None, repeats: int | None = None,
-                 profile_clock: str = "wall") -> OpGraph:
+                 profile_clock: str = "cpu") -> OpGraph:
     """A costed graph of ``model`` (see the module docstring).
 
     ``model`` is a ``torch.nn.Module`` (then ``example_inputs`` is required) or an
@@ -52,8 +52,8 @@ def import_torch(model: Any, example_inputs: Sequence[Any] | None = None, *,
     ``depth`` (default: the depth of the model's main repeated blocks, e.g. 3
     for GPT-2's ``transformer.h.N``). ``profile=True`` measures every op on this
     CPU (one torch thread) and uses the times as the host kind's latencies (ms):
-    per-op medians of wall time (``profile_clock="wall"``) or of the thread's CPU
-    time (``"cpu"``, which leaves out waiting for a core on a shared machine).
+    per-op medians of the thread's CPU time (``profile_clock="cpu"``, the default:
+    it leaves out waiting for a core on a shared machine) or of wall time (``"wall"``).
     ``calibration`` multiplies the roofline latencies of the kinds it names.
     """
     if granularity not in GRANULARITIES:
