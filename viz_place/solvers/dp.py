@@ -50,9 +50,9 @@ from .registry import SolverInfo, register
 class DPOptions(SolverOptions):
     """Options of the ``dp`` solver."""
 
-    time_limit: float = field(default=0.0, metadata={
-        "help": "seconds; when reached, return the best placement found so far (status 'feasible'); 0 = none",
-        "min": 0.0})
+    time_limit: float | None = field(default=None, metadata={
+        "help": "seconds; when reached, return the best placement found so far (status 'feasible'); "
+                "none = no limit"})
     max_ideals: int = field(default=200_000, metadata={
         "help": "stop with an error when the contracted graph has more ideals than this", "min": 1, "max": 20_000_000})
     contract_layers: bool = field(default=False, metadata={
@@ -202,7 +202,7 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
     timed_out = [False]
 
     def stop() -> bool:
-        if opts.time_limit > 0 and watch.elapsed > opts.time_limit:
+        if opts.time_limit is not None and watch.elapsed > opts.time_limit:
             timed_out[0] = True
         return timed_out[0] or user_cancel.cancelled
     hooks = Hooks(progress, stop)
