@@ -64,7 +64,8 @@ def interrupt_to_cancel() -> Iterator[threading.Event]:
     thread (where signals cannot be caught) the event is simply never set.
     """
     event = threading.Event()
-    if threading.current_thread() is not threading.main_thread():
+    if threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGINT) is signal.SIG_IGN:   # not ours to catch, or deliberately ignored
         yield event
         return
 

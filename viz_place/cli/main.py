@@ -8,9 +8,12 @@ traceback (``VIZ_PLACE_DEBUG=1`` shows one for bug reports).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
+import signal
 import sys
+import threading
 
 from ..errors import VizPlaceError
 
@@ -37,21 +40,61 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, startup_sigints: list | None = None) -> int:
     """Run one command; the exit status: 0 ok, 2 bad input (one line on stderr), 130 interrupted, 1 a bug.
 
-    Ctrl-C at any point — while the modules load, while reading — prints one
-    line (``viz-place: interrupted``) and exits 130; during ``solve`` it stops
-    the solver, which hands back its best placement so far (see
-    :func:`viz_place.cli.common.interrupt_to_cancel`).
+    Ctrl-C while the modules load is remembered, not raised (a
+    ``KeyboardInterrupt`` inside an extension module's import can turn into an
+    ``ImportError`` traceback), and answered with one line once loading is
+    done; later — while reading inputs — it prints the same line; during
+    ``solve`` it stops the solver, which hands back its best placement so far
+    (see :func:`viz_place.cli.common.interrupt_to_cancel`). The exit status
+    is 130 in every case. ``startup_sigints``: the list the console script's
+    first line (:mod:`viz_place.cli.entry`) already collects SIGINTs in.
     """
+    with _sigint_deferred(startup_sigints) as pending:
+        try:
+            parser = build_parser()
+        except Exception as err:  # a broken install: one line too
+            if os.environ.get("VIZ_PLACE_DEBUG"):
+                raise
+            print(f"viz-place: internal error while loading ({type(err).__name__}): {_one_line(err)}",
+                  file=sys.stderr)
+            return 1
+    if pending:
+        print("viz-place: interrupted", file=sys.stderr)
+        return 130
     try:
-        parser = build_parser()
         args = parser.parse_args(argv)
         return _run(args)
     except KeyboardInterrupt:
         print("viz-place: interrupted", file=sys.stderr)
         return 130
+
+
+@contextlib.contextmanager
+def _sigint_deferred(already: list | None = None):
+    """Inside the block, SIGINT only appends to the yielded list; afterwards Python's default handler is back.
+
+    ``already``: a list a handler installed earlier (the console script's) appends to. Without it, nothing
+    is deferred unless Python's default handler is in force (an ignored SIGINT stays ignored).
+    """
+    if already is not None:
+        try:
+            yield already
+        finally:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        return
+    pending: list[int] = []
+    if threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield pending
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: pending.append(signum))
+    try:
+        yield pending
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _run(args) -> int:
