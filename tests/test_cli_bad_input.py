@@ -263,6 +263,12 @@ CASES = [
      {"p.json": "CHAIN fpga:9"}, "on unknown device 'fpga:9'"),
     ("out-unwritable", ["solve", "chain", "--solver", "topo-fill", "--out", "/proc/viz_place_test/x.json"], {},
      "/proc/viz_place_test/x.json: cannot write"),
+    ("train-rl-negative-seed", ["train-rl", "--family", "chain", "--seed", "-3", "--out", "{d}/out.npz"], {},
+     "argument --seed: expected a whole number >= 0, got '-3'"),
+    ("train-rl-minutes-nan", ["train-rl", "--family", "chain", "--minutes", "nan", "--out", "{d}/out.npz"], {},
+     "argument --minutes: expected a finite number, got 'nan'"),
+    ("train-rl-unknown-family", ["train-rl", "--family", "nope", "--out", "{d}/out.npz"], {},
+     "unknown graph family 'nope'"),
     ("train-rl-bad-sizes", ["train-rl", "--family", "chain", "--sizes", "abc", "--out", "{d}/out.npz"], {},
      "--sizes 'abc': expected MIN,MAX"),
 ]

@@ -158,6 +158,18 @@ def test_ctrl_c_during_solve_writes_the_best_placement_so_far(tmp_path, graph, s
     assert [p.name for p in tmp_path.iterdir()] == ["p.json"]
 
 
+def test_ctrl_c_during_compare_prints_the_rows_so_far():
+    for delay in (3.0, 6.0, 12.0):
+        proc = _spawn("compare", "transformer_large", "--solvers", "rl,local-search", "--time-limit", "120", "--json")
+        code, stdout, err, stop = _interrupt_after(proc, delay)
+        if err != "viz-place: interrupted\n":
+            break
+    assert code == 130 and err == "viz-place: interrupted after 1 of 2 solver(s)\n"
+    rows = json.loads(stdout)
+    assert [r["solver"] for r in rows] == ["rl"] and rows[0]["status"] == "cancelled"
+    assert stop < 5.0
+
+
 def test_ctrl_c_during_start_up_prints_one_line(tmp_path):
     out = tmp_path / "p.json"
     proc = _spawn("solve", "transformer_large", "--solver", "rl", "--time-limit", "60", "--out", out)

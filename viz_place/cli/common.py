@@ -54,6 +54,23 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+def non_negative_int(text: str) -> int:
+    """argparse type of seeds: a whole number >= 0.
+
+    >>> non_negative_int("-3")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected a whole number >= 0, got '-3'
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return value
+
+
 @contextlib.contextmanager
 def interrupt_to_cancel() -> Iterator[threading.Event]:
     """Inside the block, Ctrl-C (SIGINT) sets the yielded event instead of raising.
