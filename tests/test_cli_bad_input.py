@@ -254,6 +254,10 @@ CASES = [
     ("placement-incomplete", ["evaluate", "chain", "{d}/p.json"], {"p.json": {"assignment": {}}}, "are not placed"),
     ("placement-device-not-text", ["evaluate", "chain", "{d}/p.json"], {"p.json": {"assignment": {"0": 5}}},
      "is assigned to 5, expected a device name"),
+    ("placement-options-not-object", ["evaluate", "chain", "{d}/p.json"], {"p.json": "CHAIN fpga:0 FIELD options=3"},
+     "field 'options' must be an object or null, got 3"),
+    ("placement-wall-time-text", ["evaluate", "chain", "{d}/p.json"], {"p.json": "CHAIN fpga:0 FIELD wall_time=soon"},
+     "field 'wall_time' must be a number or null, got 'soon'"),
     ("placement-not-a-placement", ["evaluate", "chain", "{d}/p.json"], {"p.json": {"hello": 1}}, "not a placement"),
     ("placement-deep-json", ["evaluate", "chain", "{d}/p.json"], {"p.json": DEEP}, "p.json: JSON nested too deeply"),
     ("split-unknown-node", ["evaluate", *G, "{d}/s.json"],
@@ -308,6 +312,12 @@ def _write_files(d, files) -> None:
                         content["pins"] = {value: "fpga:0"}
                     elif key == "EXTRA":
                         content["assignment"][value] = "fpga:0"
+                    elif key == "FIELD":
+                        name, _, raw = value.partition("=")
+                        try:
+                            content[name] = json.loads(raw)
+                        except ValueError:
+                            content[name] = raw
         path.write_text(content if isinstance(content, str) else json.dumps(content))
 
 

@@ -125,11 +125,29 @@ def _unescape(part: str) -> str:
     return part.replace("~1", "/").replace("~0", "~")
 
 
+#: Optional fields of our placement JSON: the JSON types each may have (``null`` always allowed).
+OPTIONAL_FIELDS = {"solver": (str,), "status": (str,), "objective": (str,), "value": (int, float),
+                   "options": (Mapping,), "wall_time": (int, float), "message": (str,), "pins": (Mapping,),
+                   "devices": (Mapping,), "graph": (str,), "evaluation": (Mapping,)}
+
+
+def _check_optional_fields(data: Mapping[str, Any], source: str) -> None:
+    """Refuse an optional field of the wrong type (``"options": 3``), rather than guess or crash."""
+    names = {str: "a string", int: "a number", float: "a number", Mapping: "an object"}
+    for key, types in OPTIONAL_FIELDS.items():
+        value = data.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, types):
+            raise InputFormatError(f"{source}: field {key!r} must be {names[types[0]]} or null, got {value!r}"[:300])
+
+
 def placement_from_dict(data: Mapping[str, Any], *, source: str = "placement") -> tuple[Placement, dict[str, str], Cluster | None]:
     """(placement, pins, cluster or None) from our placement JSON."""
     if not isinstance(data, Mapping) or not isinstance(data.get("assignment"), Mapping):
         raise InputFormatError(f"{source}: expected our placement JSON with an 'assignment' object")
     data = decode_non_finite(data)
+    _check_optional_fields(data, source)
     status = data.get("status") or "manual"
     value = data.get("value")
     try:
