@@ -379,3 +379,31 @@ def test_the_same_inputs_done_right_are_accepted(capsys, tmp_path):
     assert code == 0, err
     fpga = json.loads(out)["devices"][0]
     assert fpga["count"] == 2 and fpga["memory"] is None
+
+
+def test_errors_carry_what_is_wrong_as_attributes(tmp_path):
+    """The same refusals from Python: the error names the option / node / device / field as attributes."""
+    from viz_place.errors import GraphValidationError, InputFormatError, PlacementError, SolverError
+    from viz_place.io import load_graph, load_placement
+    from viz_place.samples import load_sample
+    from viz_place.solvers import get_solver, make_options
+    with pytest.raises(SolverError) as err:
+        make_options(get_solver("dp").options_cls, {"max_ideals": "lots"})
+    assert err.value.field == "max_ideals"
+    with pytest.raises(SolverError) as err:
+        make_options(get_solver("rl").options_cls, {"time_limit": 0})
+    assert err.value.field == "time_limit"
+    (tmp_path / "g.json").write_text(json.dumps(paper(node0_cpuLatency=None)))
+    with pytest.raises(GraphValidationError) as err:
+        load_graph(tmp_path / "g.json")
+    assert (err.value.node, err.value.field) == ("1", "cpuLatency")
+    (tmp_path / "g.json").write_text(json.dumps(paper(maxFPGAs=2.7)))
+    with pytest.raises(InputFormatError) as err:
+        load_graph(tmp_path / "g.json")
+    assert err.value.field == "maxFPGAs"
+    chain = load_sample("chain")
+    (tmp_path / "p.json").write_text(json.dumps({"assignment": {n: "fpga:9" for n in chain.node_ids}}))
+    with pytest.raises(PlacementError) as err:
+        load_placement(tmp_path / "p.json", chain, chain.default_cluster)
+    assert err.value.device == "fpga:9" and err.value.node in chain.node_ids
+    assert str(err.value).startswith(f"{tmp_path / 'p.json'}: ")

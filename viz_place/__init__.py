@@ -23,6 +23,7 @@ _EXPORTS = {
     "load_graph": "io", "load_placement": "io",
     "VizPlaceError": "errors", "GraphValidationError": "errors", "DeviceError": "errors",
     "PlacementError": "errors", "InputFormatError": "errors", "SolverError": "errors", "InfeasibleError": "errors",
+    "InternalError": "errors",
 }
 
 __all__ = [*_EXPORTS, "__version__"]

@@ -3,7 +3,9 @@
 Subcommands live in small modules that each provide ``add_parsers(sub)``;
 add a module to :data:`COMMAND_MODULES` to add commands. Errors in the input
 exit with status 2 and one line on stderr naming the problem — never a
-traceback (``VIZ_PLACE_DEBUG=1`` shows one for bug reports).
+traceback. A bug (:class:`~viz_place.errors.InternalError`, or any other
+unexpected exception) exits with status 1 and ``internal error (please report): ...``
+(``VIZ_PLACE_DEBUG=1`` shows the traceback for bug reports).
 """
 from __future__ import annotations
 
@@ -15,7 +17,9 @@ import signal
 import sys
 import threading
 
-from ..errors import VizPlaceError
+from ..errors import InternalError, VizPlaceError
+
+EXIT_INTERNAL = 1
 
 #: Modules under viz_place.cli that add subcommands.
 COMMAND_MODULES = ("inspect_cmds", "solve_cmds", "import_cmd", "rl_cmds")
@@ -58,9 +62,9 @@ def main(argv: list[str] | None = None, *, startup_sigints: list | None = None) 
         except Exception as err:  # a broken install: one line too
             if os.environ.get("VIZ_PLACE_DEBUG"):
                 raise
-            print(f"viz-place: internal error while loading ({type(err).__name__}): {_one_line(err)}",
-                  file=sys.stderr)
-            return 1
+            print(f"viz-place: internal error (please report) while loading: {type(err).__name__}: "
+                  f"{_one_line(err)}", file=sys.stderr)
+            return EXIT_INTERNAL
     if pending:
         print("viz-place: interrupted", file=sys.stderr)
         return 130
@@ -103,6 +107,11 @@ def _run(args) -> int:
     except VizPlaceError as err:
         print(f"viz-place: error: {_one_line(err)}", file=sys.stderr)
         return 2
+    except InternalError as err:
+        if os.environ.get("VIZ_PLACE_DEBUG"):
+            raise
+        print(f"viz-place: internal error (please report): {_one_line(err)}", file=sys.stderr)
+        return EXIT_INTERNAL
     except BrokenPipeError:          # the reader of our output went away (`| head`): stop quietly
         try:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -118,9 +127,9 @@ def _run(args) -> int:
     except Exception as err:  # a bug: still one line unless debugging
         if os.environ.get("VIZ_PLACE_DEBUG"):
             raise
-        print(f"viz-place: internal error ({type(err).__name__}): {_one_line(err)} "
+        print(f"viz-place: internal error (please report): {type(err).__name__}: {_one_line(err)} "
               "(set VIZ_PLACE_DEBUG=1 for a traceback)", file=sys.stderr)
-        return 1
+        return EXIT_INTERNAL
 
 
 def _one_line(err: BaseException) -> str:

@@ -9,9 +9,14 @@ import sys
 from ..cost import evaluate
 from ..errors import SolverError, VizPlaceError
 from ..io import write_paper_split, write_placement, write_placement_csv
+from ..model import OBJECTIVES
+from ..solver_files import read_option_files
 from ..solvers import get_solver, list_solvers, make_options, run_solver
 from .common import (EXIT_INTERRUPTED, add_graph_args, cluster_for, finite_number, fmt, interrupt_to_cancel,
                      load_graph_arg, pins_for, positive_seconds, print_json, print_table)
+
+#: How the human-readable output names the set a bound holds for.
+BOUND_SET_TEXT = {"pipeline": "pipeline splits", "convex": "per-device convex placements", "any": "every placement"}
 
 #: Flags that map onto a solver option of the same meaning, when the solver has it.
 FLAG_OPTIONS = {"time_limit": "--time-limit", "gap": "--gap", "backend": "--backend", "seed": "--seed",
@@ -54,13 +59,13 @@ def _parse_option_items(items: list[str]) -> dict:
         key, sep, raw = item.partition("=")
         key = key.strip().replace("-", "_")
         if not sep or not key:
-            raise SolverError(f"--option {item!r}: expected KEY=VALUE")
+            raise SolverError(f"--option {item!r}: expected KEY=VALUE", field="option")
         try:
             value = json.loads(raw)
         except json.JSONDecodeError:
             value = raw
         except RecursionError:
-            raise SolverError(f"--option {item[:40]!r}...: VALUE is nested too deeply") from None
+            raise SolverError(f"--option {item[:40]!r}...: VALUE is nested too deeply", field=key) from None
         out[key] = value
     return out
 
@@ -80,11 +85,18 @@ def _options_for(info, args, *, strict: bool = True) -> dict:
         if field_name in names:
             opts[field_name] = value
         elif strict:
-            raise SolverError(f"solver {info.name!r} has no option for {flag}; its options: {sorted(names) or 'none'}")
+            raise SolverError(f"solver {info.name!r} has no option for {flag}; its options: {sorted(names) or 'none'}",
+                              field=field_name)
     for key, value in _parse_option_items(args.option).items():
         if strict or key in names:
             opts[key] = value
     return opts
+
+
+def _checked_options(info, args, g, cluster, *, strict: bool = True):
+    """The solver's validated options instance; options naming files (``expert``'s ``path``) are then read."""
+    opts = make_options(info.options_cls, _options_for(info, args, strict=strict))
+    return read_option_files(info.name, g, cluster, opts)
 
 
 def _run_one(info, opts, g, cluster, pins, cancel=None):
@@ -106,9 +118,10 @@ def _row(info, placement, ev) -> dict:
     objective = placement.objective or info.objective
     value = placement.claimed_value
     if value is None:
-        value = ev.value(objective) if objective in ("throughput", "latency", "max_forward_plus_max_backward") else ev.max_load
+        value = ev.value(objective) if objective in OBJECTIVES else ev.max_load
     return {"solver": info.name, "objective": objective, "value": value, "status": placement.status,
-            "seconds": placement.wall_time, "message": placement.message, "max_load": ev.max_load,
+            "seconds": placement.wall_time, "message": placement.message,
+            "lower_bound": placement.lower_bound, "bound_set": placement.bound_set, "max_load": ev.max_load,
             "throughput": ev.throughput, "latency": ev.latency, "feasible": ev.feasible,
             "violations": list(ev.violations), "bottleneck": ev.bottleneck}
 
@@ -119,7 +132,7 @@ def run_solve(args) -> int:
     cluster = cluster_for(g, args.devices)
     pins = pins_for(g, cluster, args.pins)
     info = get_solver(args.solver)
-    opts = make_options(info.options_cls, _options_for(info, args))
+    opts = _checked_options(info, args, g, cluster)
     with interrupt_to_cancel() as interrupted:
         try:
             info, placement, ev = _run_one(info, opts, g, cluster, pins, cancel=interrupted)
@@ -142,6 +155,8 @@ def run_solve(args) -> int:
               f"in {fmt(row['seconds'])} s")
         print(f"max-load {fmt(ev.max_load)}, throughput {fmt(ev.throughput)}, latency {fmt(ev.latency)}, "
               f"bottleneck {ev.bottleneck}")
+        if placement.lower_bound is not None:
+            print(f"proven lower bound {fmt(placement.lower_bound)} over {BOUND_SET_TEXT[placement.bound_set]}")
         if placement.message:
             print(placement.message)
         for v in ev.violations:
@@ -159,20 +174,20 @@ def run_solve(args) -> int:
 def _compare_names(text: str) -> list[str]:
     names = [s.strip() for s in text.split(",") if s.strip()]
     if not names:
-        raise SolverError(f"--solvers {text!r}: no solver names given (e.g. --solvers dp,ilp,pipedream)")
+        raise SolverError(f"--solvers {text!r}: no solver names given (e.g. --solvers dp,ilp,pipedream)",
+                          field="solvers")
     return names
 
 
-def _compare_options(names: list[str], args) -> dict[str, object]:
+def _compare_options(names: list[str], args, g, cluster) -> dict[str, object]:
     """Validated options per solver, before anything runs; ``-o`` keys no listed solver has are refused."""
     infos = [get_solver(n) for n in names]
     keys = set(_parse_option_items(args.option))
     known = {f.name for info in infos for f in dataclasses.fields(info.options_cls)}
     unknown = sorted(keys - known)
     if unknown:
-        raise SolverError(f"option(s) {unknown} belong to none of the solvers {', '.join(names)}")
-    return {info.name: (info, make_options(info.options_cls, _options_for(info, args, strict=False)))
-            for info in infos}
+        raise SolverError(f"option(s) {unknown} belong to none of the solvers {', '.join(names)}", field=unknown[0])
+    return {info.name: (info, _checked_options(info, args, g, cluster, strict=False)) for info in infos}
 
 
 def run_compare(args) -> int:
@@ -181,7 +196,7 @@ def run_compare(args) -> int:
     cluster = cluster_for(g, args.devices)
     pins = pins_for(g, cluster, args.pins)
     names = _compare_names(args.solvers)
-    prepared = _compare_options(names, args)
+    prepared = _compare_options(names, args, g, cluster)
     rows = []
     with interrupt_to_cancel() as interrupted:
         for name in names:

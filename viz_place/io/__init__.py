@@ -81,7 +81,7 @@ def load_placement(path: str | os.PathLike, graph: OpGraph, cluster: Cluster) ->
         check_complete(graph, cluster, placement)
         pins = validate_pins(graph, cluster, pins)
     except PlacementError as err:
-        raise PlacementError(f"{path}: {err}") from None
+        raise err.prefixed(str(path)) from None
     return placement, pins
 
 

@@ -132,7 +132,7 @@ def _fix_dims(m: onnx.ModelProto, dim_values: dict[str, int]) -> list[str]:
     if unknown:
         have = ", ".join(sorted(used)) if used else "none (every input dimension is fixed)"
         raise InputFormatError(f"dimension(s) {', '.join(map(repr, unknown))} are not symbolic input dimensions "
-                               f"of this model; its symbolic dimensions: {have}")
+                               f"of this model; its symbolic dimensions: {have}", field="dim")
     return notes
 
 

@@ -76,25 +76,26 @@ class Node:
         }
 
 
-def _num(value: Any, where: str, *, allow_none: bool = False, default: float | None = 0.0) -> float | None:
+def _num(value: Any, where: str, *, allow_none: bool = False, default: float | None = 0.0, node: str | None = None,
+         field: str | None = None) -> float | None:
     if value is None:
         if allow_none:
             return None
         if default is not None:
             return default
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise GraphValidationError(f"{where} must be a number, got {value!r}")
+        raise GraphValidationError(f"{where} must be a number, got {value!r}", node=node, field=field)
     value = float(value)
     if math.isnan(value):
-        raise GraphValidationError(f"{where} is NaN")
+        raise GraphValidationError(f"{where} is NaN", node=node, field=field)
     if value < 0:
-        raise GraphValidationError(f"{where} is negative ({value})")
+        raise GraphValidationError(f"{where} is negative ({value})", node=node, field=field)
     if math.isinf(value):
-        raise GraphValidationError(f"{where} is infinite")
+        raise GraphValidationError(f"{where} is infinite", node=node, field=field)
     return value
 
 
-def _flag(value: Any, where: str) -> bool:
+def _flag(value: Any, where: str, **names: Any) -> bool:
     """A boolean attribute: true/false (or 0/1); ``"maybe"`` or ``3`` are refused, not read as true."""
     if value is None:
         return False
@@ -102,32 +103,40 @@ def _flag(value: Any, where: str) -> bool:
         return value
     if isinstance(value, int) and value in (0, 1):
         return bool(value)
-    raise GraphValidationError(f"{where} must be true or false, got {value!r}")
+    raise GraphValidationError(f"{where} must be true or false, got {value!r}", **names)
 
 
 def _normalise_node(node_id: str, attrs: Mapping[str, Any]) -> Node:
     unknown = set(attrs) - set(NODE_FIELDS) - {"id"}
     if unknown:
-        raise GraphValidationError(f"node {node_id!r}: unknown attribute(s) {sorted(unknown)}")
+        raise GraphValidationError(f"node {node_id!r}: unknown attribute(s) {sorted(unknown)}", node=node_id,
+                                   field=sorted(unknown)[0])
     lat = attrs.get("latency", {})
     if not isinstance(lat, Mapping):
-        raise GraphValidationError(f"node {node_id!r}: field 'latency' must map device kinds to times")
+        raise GraphValidationError(f"node {node_id!r}: field 'latency' must map device kinds to times", node=node_id,
+                                   field="latency")
     latency = {}
     for kind, t in lat.items():
-        latency[str(kind)] = _num(t, f"node {node_id!r}: latency on {kind!r}", default=None)
+        latency[str(kind)] = _num(t, f"node {node_id!r}: latency on {kind!r}", default=None, node=node_id,
+                                  field="latency")
     cc = attrs.get("color_class")
     return Node(
         id=node_id,
         name=str(attrs.get("name") or node_id),
         op_type=str(attrs.get("op_type") or "op"),
         latency=MappingProxyType(latency),
-        size=_num(attrs.get("size"), f"node {node_id!r}: field 'size'"),
-        backward=_flag(attrs.get("backward", False), f"node {node_id!r}: field 'backward'"),
+        size=_num(attrs.get("size"), f"node {node_id!r}: field 'size'", node=node_id, field="size"),
+        backward=_flag(attrs.get("backward", False), f"node {node_id!r}: field 'backward'", node=node_id,
+                       field="backward"),
         color_class=None if cc is None else str(cc),
-        transfer_cost=_num(attrs.get("transfer_cost"), f"node {node_id!r}: field 'transfer_cost'"),
-        output_bytes=_num(attrs.get("output_bytes"), f"node {node_id!r}: field 'output_bytes'", allow_none=True),
-        flops=_num(attrs.get("flops"), f"node {node_id!r}: field 'flops'", allow_none=True),
-        artificial=_flag(attrs.get("artificial", False), f"node {node_id!r}: field 'artificial'"),
+        transfer_cost=_num(attrs.get("transfer_cost"), f"node {node_id!r}: field 'transfer_cost'", node=node_id,
+                           field="transfer_cost"),
+        output_bytes=_num(attrs.get("output_bytes"), f"node {node_id!r}: field 'output_bytes'", node=node_id,
+                          field="output_bytes", allow_none=True),
+        flops=_num(attrs.get("flops"), f"node {node_id!r}: field 'flops'", node=node_id, field="flops",
+                   allow_none=True),
+        artificial=_flag(attrs.get("artificial", False), f"node {node_id!r}: field 'artificial'", node=node_id,
+                         field="artificial"),
         layer=None if attrs.get("layer") is None else str(attrs.get("layer")),
     )
 
@@ -154,12 +163,13 @@ class OpGraph:
         for raw_id, attrs in graph.nodes(data=True):
             node_id = str(raw_id)
             if node_id in records:
-                raise GraphValidationError(f"duplicate node id {node_id!r}")
+                raise GraphValidationError(f"duplicate node id {node_id!r}", node=node_id)
             records[node_id] = _normalise_node(node_id, attrs)
         for u, v, attrs in graph.edges(data=True):
             unknown = set(attrs) - set(EDGE_FIELDS)
             if unknown:
-                raise GraphValidationError(f"edge {u} -> {v}: unknown attribute(s) {sorted(unknown)}")
+                raise GraphValidationError(f"edge {u} -> {v}: unknown attribute(s) {sorted(unknown)}", edge=(u, v),
+                                           field=sorted(unknown)[0])
         self.name = name
         self.default_cluster = default_cluster
         self.notes: list[str] = list(notes)
@@ -168,7 +178,8 @@ class OpGraph:
         for u, v, attrs in graph.edges(data=True):
             g.add_edge(str(u), str(v),
                        bytes=_num(attrs.get("bytes"), f"edge {u} -> {v}: field 'bytes'", allow_none=True),
-                       artificial=_flag(attrs.get("artificial", False), f"edge {u} -> {v}: field 'artificial'"))
+                       artificial=_flag(attrs.get("artificial", False), f"edge {u} -> {v}: field 'artificial'",
+                                        edge=(str(u), str(v)), field="artificial"))
         validate_graph(g)
         self.notes.extend(_add_artificial_forward_twins(g))
         nx.freeze(g)
@@ -188,16 +199,16 @@ class OpGraph:
                 raise GraphValidationError(f"node #{i}: must be an object with an 'id'")
             node_id = str(rec["id"])
             if node_id in g:
-                raise GraphValidationError(f"duplicate node id {node_id!r}")
+                raise GraphValidationError(f"duplicate node id {node_id!r}", node=node_id)
             g.add_node(node_id, **{k: v for k, v in rec.items() if k != "id"})
         for e in edges:
             u, v, attrs = (e[0], e[1], e[2] if len(e) > 2 else {})
             u, v = str(u), str(v)
             for end, label in ((u, "source"), (v, "destination")):
                 if end not in g:
-                    raise GraphValidationError(f"edge {u} -> {v}: unknown {label} node {end!r}")
+                    raise GraphValidationError(f"edge {u} -> {v}: unknown {label} node {end!r}", edge=(u, v), node=end)
             if g.has_edge(u, v):
-                raise GraphValidationError(f"edge {u} -> {v}: duplicate edge")
+                raise GraphValidationError(f"edge {u} -> {v}: duplicate edge", edge=(u, v))
             g.add_edge(u, v, **attrs)
         return cls(g, **kwargs)
 
@@ -228,7 +239,7 @@ class OpGraph:
         try:
             return self._nodes[str(node_id)]
         except KeyError:
-            raise GraphValidationError(f"unknown node {node_id!r}") from None
+            raise GraphValidationError(f"unknown node {node_id!r}", node=node_id) from None
 
     def has_node(self, node_id: str) -> bool:
         return str(node_id) in self._nodes
@@ -305,16 +316,16 @@ def validate_graph(g: nx.DiGraph) -> None:
     attributes), backward -> forward edges.
     """
     if g.number_of_nodes() == 0:
-        raise GraphValidationError("graph has no nodes: there is nothing to place")
+        raise GraphValidationError("graph has no nodes: there is nothing to place", field="nodes")
     for u, v in nx.selfloop_edges(g):
-        raise GraphValidationError(f"edge {u} -> {v}: self-loop")
+        raise GraphValidationError(f"edge {u} -> {v}: self-loop", edge=(u, v), node=u)
     if not nx.is_directed_acyclic_graph(g):
         cycle = nx.find_cycle(g)
         path = " -> ".join([str(u) for u, _ in cycle] + [str(cycle[0][0])])
-        raise GraphValidationError(f"graph has a cycle: {path}")
+        raise GraphValidationError(f"graph has a cycle: {path}", edge=(cycle[0][0], cycle[0][1]), node=cycle[0][0])
     for u, v in g.edges:
         if g.nodes[u].get("backward") and not g.nodes[v].get("backward"):
-            raise GraphValidationError(f"edge {u} -> {v}: goes from a backward node to a forward node")
+            raise GraphValidationError(f"edge {u} -> {v}: goes from a backward node to a forward node", edge=(u, v))
 
 
 def _add_artificial_forward_twins(g: nx.DiGraph) -> list[str]:
