@@ -4,10 +4,9 @@ Graphviz ``dot`` (through the optional ``pygraphviz`` package) gives the
 nicest pictures; without it a fast layered layout is used: nodes go to columns
 by topological generation (left to right) and, inside a column, are ordered by
 the mean height of their predecessors (one barycentre sweep), which keeps
-chains straight and branches apart. Deep graphs (thousands of columns, a few
-rows — typical DNNs) are folded into bands stacked top to bottom, like lines
-of text, so the picture fits a wide figure. 2,000 nodes take well under a
-second.
+chains straight and branches apart (no folding: the explorer draws large
+graphs collapsed into groups instead, see :mod:`viz_place.render.drawing`).
+2,000 nodes take well under a second.
 
 Positions are cached per (graph, method): graphs are immutable.
 
@@ -59,10 +58,6 @@ def layered_layout(graph: OpGraph, *, method: str = "auto") -> np.ndarray:
     return pos
 
 
-#: Width / height (in layout units) that folding aims at, close to the explorer's figure.
-TARGET_ASPECT = 1.8
-
-
 def _layered_positions(graph: OpGraph) -> np.ndarray:
     g = graph.nx
     index = graph.index
@@ -79,24 +74,7 @@ def _layered_positions(graph: OpGraph) -> np.ndarray:
         for row, (_, i, _n) in enumerate(keyed):
             pos[i, 0] = col
             pos[i, 1] = row - (m - 1) / 2.0
-    return _fold(pos)
-
-
-def _fold(pos: np.ndarray) -> np.ndarray:
-    """Cut a too-wide layout into bands of columns stacked downwards."""
-    if len(pos) == 0:
-        return pos
-    cols = int(pos[:, 0].max()) + 1
-    height = float(pos[:, 1].max() - pos[:, 1].min()) + 3.0
-    bands = int(round(np.sqrt(cols / (TARGET_ASPECT * height))))
-    if bands <= 1 or cols <= 60:
-        return pos
-    per_band = int(np.ceil(cols / bands))
-    band = pos[:, 0] // per_band
-    out = pos.copy()
-    out[:, 0] = pos[:, 0] - band * per_band
-    out[:, 1] = pos[:, 1] - pos[:, 1].min() - band * height
-    return out
+    return pos
 
 
 def _dot_positions(graph: OpGraph) -> np.ndarray:  # pragma: no cover - needs pygraphviz
