@@ -128,18 +128,24 @@ def _dot(h: Hierarchy, distinct, qedges, frames_open, items):
             a.add_node(it, shape="box", width=str(BOX_W), height=f"{_box_h(h.groups[it].size):.3f}")
         else:
             a.add_node(it)
-    # open groups as nested clusters, each holding its direct items
+    # open groups as nested clusters; each lists every item inside it (graphviz adds a node
+    # to a nested subgraph only if its parent subgraph holds it already)
     direct: dict[str, list[str]] = {g: [] for g in frames_open}
     open_set = set(frames_open)
+    gon = h.group_of_node()
     for it in distinct:
-        owner = h.groups[it].parent if it[0] == "g" else h.group_of_node()[int(it[1:])]
-        if owner in open_set:
-            direct[owner].append(it)
+        owner = h.groups[it].parent if it[0] == "g" else gon[int(it[1:])]
+        while owner is not None:
+            if owner in open_set:
+                direct[owner].append(it)
+            owner = h.groups[owner].parent
     subs = {}
     for gid in frames_open:   # parents come before children (depth-first ids)
         parent = h.groups[gid].parent
         host = subs.get(parent, a)
-        subs[gid] = host.add_subgraph(direct[gid], name=f"cluster_{gid}", label="", margin="10")
+        # a blank label makes dot keep a strip free at the top of the frame for its header
+        subs[gid] = host.add_subgraph(direct[gid], name=f"cluster_{gid}", label="\u00a0", labelloc="t",
+                                      fontsize="12", margin="6")
     for u, v in qedges:
         a.add_edge(u, v)
     a.layout(prog="dot")
@@ -148,11 +154,15 @@ def _dot(h: Hierarchy, distinct, qedges, frames_open, items):
         x, y = (float(t) for t in a.get_node(it).attr["pos"].split(","))
         pos[it] = (x / 72.0, y / 72.0)
     frames = {}
-    for gid, sub in subs.items():
+    stack = list(a.subgraphs())   # fresh handles: the ones made before layout do not see nested results
+    while stack:
+        sub = stack.pop()
+        stack.extend(sub.subgraphs())
         bb = sub.graph_attr.get("bb")
-        if bb:
+        name = sub.name or ""
+        if bb and name.startswith("cluster_"):
             x0, y0, x1, y1 = (float(t) / 72.0 for t in bb.split(","))
-            frames[gid] = (x0, y0, x1, y1)
+            frames[name[len("cluster_"):]] = (x0, y0, x1, y1)
     lines = []
     for u, v in qedges:
         lines.append(_spline_points(a.get_edge(u, v).attr.get("pos", ""), pos[u], pos[v]))

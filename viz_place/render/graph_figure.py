@@ -68,7 +68,7 @@ const show = [few && ppu >= node_ppu, few && ppu >= box_ppu, ppu >= box_ppu];
 for (let k = 0; k < labels.length; k++) { if (labels[k].visible !== show[k]) labels[k].visible = show[k]; }
 """
 #: Pixels per inch of layout from which op labels (then box and frame labels) are drawn.
-NODE_LABEL_PPU, BOX_LABEL_PPU = 70.0, 38.0
+NODE_LABEL_PPU, BOX_LABEL_PPU = 70.0, 30.0
 #: Assumed plot width in pixels before the browser has measured it.
 PLOT_WIDTH = 1100
 
@@ -158,8 +158,9 @@ def graph_view(graph: OpGraph, cluster: Cluster, placement: Placement, *, pins: 
     box_r = p.rect("x", "y", "w", "h", source=boxes, fill_alpha=0, line_color="#2c3e50", line_width=1.4,
                    selection_fill_alpha=0, selection_line_color="black", nonselection_fill_alpha=0,
                    nonselection_line_alpha=1.0)
-    box_lab = p.text("x", "ly", text="name", source=boxes, text_font_size="7.5pt", text_align="center",
-                     text_baseline="bottom", text_color="#2c3e50")
+    box_lab = p.text("x", "y", text="name", source=boxes, text_font_size="7.5pt", text_align="center",
+                     text_baseline="middle", text_color="#1c2833", background_fill_color="white",
+                     background_fill_alpha=0.75, padding=1)
     cols = node_columns(graph, drawing.node_xy)
     cols["device"] = dev_col
     cols["family"] = [op_family(n.op_type) for n in graph.nodes()]
@@ -173,23 +174,24 @@ def graph_view(graph: OpGraph, cluster: Cluster, placement: Placement, *, pins: 
                        fill_color={"field": "device", "transform": mapper}, line_color=outline, line_width=0.8,
                        selection_line_color="black", selection_line_width=3, selection_fill_alpha=1.0,
                        nonselection_fill_alpha=1.0, nonselection_line_alpha=1.0)
-    node_lab = p.text("x", "y", text="name", source=nodes, text_font_size="7pt", x_offset=7, y_offset=-2,
-                      text_baseline="bottom", text_color="#222222")
+    node_lab = p.text("x", "y", text="name", source=nodes, text_font_size="7pt", x_offset=0, y_offset=-9,
+                      text_align="center", text_baseline="bottom", text_color="#222222", angle=0.5)
     pin_src = ColumnDataSource(_pin_cols(graph, drawing.node_xy, pins or {}))
     pin_r = p.scatter("x", "y", source=pin_src, marker="circle", size=22, fill_alpha=0, line_color="black",
                       line_width=2.5)
     leg_src = ColumnDataSource(legend_columns(cluster, evaluation))
     leg_r = p.scatter("x", "y", source=leg_src, marker="square", size=12,
                       fill_color={"field": "device", "transform": mapper}, line_color=None)
-    fam_items = []
-    for fam, mk in FAMILY_MARKERS.items():
-        r = p.scatter([math.nan], [math.nan], marker=mk, size=10, fill_color="#dddddd", line_color="#333333")
-        fam_items.append(LegendItem(label=fam, renderers=[r]))
+    fams = list(FAMILY_MARKERS)
+    fam_src = ColumnDataSource({"x": [math.nan] * len(fams), "y": [math.nan] * len(fams), "family": fams,
+                                "marker": list(FAMILY_MARKERS.values())})
+    fam_r = p.scatter("x", "y", source=fam_src, marker="marker", size=10, fill_color="#dddddd", line_color="#333333")
+    fam_items = [LegendItem(label=fam, renderers=[fam_r], index=k) for k, fam in enumerate(fams)]
     legend = Legend(items=[LegendItem(label={"field": "label"}, renderers=[leg_r]),
                            LegendItem(label="cross-device edge", renderers=[cross_r]),
                            LegendItem(label="pinned", renderers=[pin_r])] + fam_items,
                     location="top_left", click_policy="none", label_text_font_size="8pt", spacing=0,
-                    label_height=14, glyph_height=14)
+                    label_height=15, glyph_height=15, glyph_width=18)
     p.add_layout(legend, "right")
     p.add_tools(HoverTool(renderers=[node_r], tooltips=[
         ("node", "@name (@id)"), ("op", "@op (@family, @dir)"), ("compute share", "@share%"),
@@ -269,7 +271,7 @@ def _device_counts(h: Hierarchy, drawing: ItemDrawing, dev_col, device_names) ->
 def _box_columns(h, drawing, graph, dev_col, device_names) -> dict[str, list]:
     gids = list(drawing.boxes)
     counts = _device_counts(h, drawing, dev_col, device_names)
-    cols = {"x": [], "y": [], "w": [], "h": [], "ly": [], "gid": gids, "label": [], "name": [], "count": [],
+    cols = {"x": [], "y": [], "w": [], "h": [], "gid": gids, "label": [], "name": [], "count": [],
             "split": []}
     for gid in gids:
         x, y, w, hh = drawing.boxes[gid]
@@ -278,7 +280,6 @@ def _box_columns(h, drawing, graph, dev_col, device_names) -> dict[str, list]:
         cols["y"].append(y)
         cols["w"].append(w)
         cols["h"].append(hh)
-        cols["ly"].append(y + hh / 2 + 0.03)
         cols["label"].append(g.label)
         cols["name"].append(g.label.split(" \u00b7 ")[0])
         cols["count"].append(g.size)

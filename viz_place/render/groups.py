@@ -144,21 +144,21 @@ def hierarchy(graph: OpGraph) -> Hierarchy:
 
 def default_expanded(h: Hierarchy, limit: int = 30) -> set[str]:
     """Groups to open so that the top of the hierarchy shows at most ``limit`` items:
-    expand breadth-first while the count stays within ``limit``.
+    open the hierarchy level by level (every group of a depth at once, so one level of
+    modules is boxed alike) while the count stays within ``limit``.
 
     The explorer opens graphs of more than 500 nodes, and graphs with module paths, this way.
     """
     expanded: set[str] = set()
     count = len(h.groups[h.root].children) + len(h.groups[h.root].nodes)
-    queue = list(h.groups[h.root].children)
-    while queue:
-        gid = queue.pop(0)
-        g = h.groups[gid]
-        extra = len(g.children) + len(g.nodes) - 1
-        if count + extra <= limit:
-            expanded.add(gid)
-            count += extra
-            queue.extend(g.children)
+    level = list(h.groups[h.root].children)
+    while level:
+        extra = sum(len(h.groups[g].children) + len(h.groups[g].nodes) - 1 for g in level)
+        if count + extra > limit:
+            break
+        expanded.update(level)
+        count += extra
+        level = [c for g in level for c in h.groups[g].children]
     return expanded
 
 
@@ -195,7 +195,8 @@ def _module_hierarchy(graph: OpGraph) -> Hierarchy | None:
         g = Group(gid, label, parent, nodes=list(t["nodes"]))
         groups[gid] = g
         for ck in t["children"]:
-            cid, hoisted = build(ck, gid, ck[-1])
+            # "h" / "0" reads as "h.0" (a numbered child is named with its parent)
+            cid, hoisted = build(ck, gid, f"{key[-1]}.{ck[-1]}" if ck[-1].isdigit() and key else ck[-1])
             if cid is not None:
                 g.children.append(cid)
             g.nodes.extend(hoisted)
