@@ -40,7 +40,7 @@ GRAPH_STATE_JS = """() => {
             screen: arr(boxes, 'x').map((x, i) => scr(x, boxes.data.y[i]))},
     frames: {gid: arr(frames, 'gid'), screen: arr(frames, 'hx').map((x, i) => scr(x, frames.data.hy[i]))},
     edges: {x: arr(edgeR.data_source, 'x'), y: arr(edgeR.data_source, 'y')},
-    labels: texts.map(r => ({source: r.data_source === nodes ? 'nodes' : r.data_source === boxes ? 'boxes' : 'frames',
+    labels: texts.map(r => ({source: r.data_source === boxes ? 'boxes' : r.data_source === frames ? 'frames' : 'nodes',
                              visible: r.visible})),
     canvas: {left: c.left, top: c.top, width: c.width, height: c.height},
   };

@@ -193,7 +193,7 @@ def test_nodes_are_glyphs_of_their_family_sized_by_compute_share():
 
 def test_boxes_are_split_by_device_and_recolour_updates_the_split():
     g, c, p, v = _view("transformer_large")
-    assert len(v.boxes.data["gid"]) > 3 and not v.nodes.data["x"] or np.isnan(v.nodes.data["x"]).any()
+    assert len(v.boxes.data["gid"]) > 3 and np.isnan(v.nodes.data["x"]).all()
     h = v.hierarchy
 
     def check(placement):
@@ -260,6 +260,11 @@ def test_labels_show_only_when_zoomed_in():
     assert not label_visibility(full, full.bounds[2] - full.bounds[0])[0]   # 176 ops: too many at once
     small = item_drawing(make_graph("chain", 8), set())
     assert label_visibility(small, 1100 / NODE_LABEL_PPU)[0]
+    # op labels are drawn from the ops on screen only (not one text per hidden op)
+    assert len(v.node_labels.data["name"]) == int((~np.isnan(v.nodes.data["x"])).sum())
+    expand_group(v, g, p, v.boxes.data["gid"][0])
+    shown = np.flatnonzero(~np.isnan(v.nodes.data["x"]))
+    assert v.node_labels.data["name"] == [g.node(g.node_ids[i]).name for i in shown]
     # the browser applies the same rule on every range change
     cb = v.figure.x_range.js_property_callbacks["change:start"][0]
     assert cb.args["limit"] == LABEL_LIMIT and cb.args["box_ppu"] == BOX_LABEL_PPU

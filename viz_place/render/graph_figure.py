@@ -85,6 +85,7 @@ class GraphView:
     mapper: CategoricalColorMapper
     node_renderer: Any
     positions: Any
+    node_labels: ColumnDataSource = None
     edges: ColumnDataSource = None
     boxes: ColumnDataSource = None
     stripes: ColumnDataSource = None
@@ -162,6 +163,7 @@ def graph_view(graph: OpGraph, cluster: Cluster, placement: Placement, *, pins: 
                      text_baseline="middle", text_color="#1c2833", background_fill_color="white",
                      background_fill_alpha=0.75, padding=1)
     cols = node_columns(graph, drawing.node_xy)
+    cols["x"], cols["y"] = drawing.node_xy[:, 0].copy(), drawing.node_xy[:, 1].copy()   # binary arrays (NaN = hidden)
     cols["device"] = dev_col
     cols["family"] = [op_family(n.op_type) for n in graph.nodes()]
     share = _shares(graph)
@@ -174,7 +176,8 @@ def graph_view(graph: OpGraph, cluster: Cluster, placement: Placement, *, pins: 
                        fill_color={"field": "device", "transform": mapper}, line_color=outline, line_width=0.8,
                        selection_line_color="black", selection_line_width=3, selection_fill_alpha=1.0,
                        nonselection_fill_alpha=1.0, nonselection_line_alpha=1.0)
-    node_lab = p.text("x", "y", text="name", source=nodes, text_font_size="7pt", x_offset=0, y_offset=-9,
+    node_labels = ColumnDataSource(_node_label_columns(graph, drawing))   # only the ops drawn
+    node_lab = p.text("x", "y", text="name", source=node_labels, text_font_size="7pt", x_offset=0, y_offset=-9,
                       text_align="center", text_baseline="bottom", text_color="#222222", angle=0.5)
     pin_src = ColumnDataSource(_pin_cols(graph, drawing.node_xy, pins or {}))
     pin_r = p.scatter("x", "y", source=pin_src, marker="circle", size=22, fill_alpha=0, line_color="black",
@@ -206,7 +209,8 @@ def graph_view(graph: OpGraph, cluster: Cluster, placement: Placement, *, pins: 
     for rng in (xr, yr):
         rng.js_on_change("start", cb)
         rng.js_on_change("end", cb)
-    view = GraphView(p, nodes, cross, pin_src, leg_src, mapper, node_r, drawing.node_xy, edges=edges, boxes=boxes,
+    view = GraphView(p, nodes, cross, pin_src, leg_src, mapper, node_r, drawing.node_xy, node_labels=node_labels,
+                     edges=edges, boxes=boxes,
                      stripes=stripes, frames=frames, box_renderer=box_r, header_renderer=header_r,
                      label_renderers=labels, hierarchy=h, drawing=drawing, expanded=expanded,
                      device_names=tuple(cluster.device_names), layout_method=layout, _esrc=esrc, _edst=edst)
@@ -321,6 +325,13 @@ def _frame_columns(h: Hierarchy, drawing: ItemDrawing) -> dict[str, list]:
     return cols
 
 
+def _node_label_columns(graph: OpGraph, drawing: ItemDrawing) -> dict[str, list]:
+    shown = np.flatnonzero(~np.isnan(drawing.node_xy[:, 0]))
+    ids = graph.node_ids
+    return {"x": drawing.node_xy[shown, 0], "y": drawing.node_xy[shown, 1],
+            "name": [graph.node(ids[i]).name for i in shown.tolist()]}
+
+
 def _pin_cols(graph: OpGraph, xy: np.ndarray, pins: Mapping[str, str]) -> dict[str, list]:
     idx = [graph.index[n] for n in pins if graph.has_node(n)]
     return {"x": [float(xy[i, 0]) for i in idx], "y": [float(xy[i, 1]) for i in idx],
@@ -360,7 +371,8 @@ def set_expanded(view: GraphView, graph: OpGraph, placement: Placement | Mapping
     drawing = item_drawing(graph, expanded, method=view.layout_method, hier=view.hierarchy)
     view.expanded, view.drawing, view.positions = expanded, drawing, drawing.node_xy
     dev_col = device_column(graph, placement)
-    view.nodes.data.update(x=drawing.node_xy[:, 0].tolist(), y=drawing.node_xy[:, 1].tolist())
+    view.nodes.data.update(x=drawing.node_xy[:, 0].copy(), y=drawing.node_xy[:, 1].copy())
+    view.node_labels.data = _node_label_columns(graph, drawing)
     h = view.hierarchy
     view.boxes.selected.indices = []
     view.frames.selected.indices = []
