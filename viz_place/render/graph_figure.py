@@ -137,31 +137,31 @@ def graph_view(graph: OpGraph, cluster: Cluster, placement: Placement, *, pins: 
     p.grid.visible = False
     p.toolbar.logo = None
     frames = ColumnDataSource(_frame_columns(h, drawing))
-    p.rect("x", "y", "w", "h", source=frames, fill_color="#eef2f7", fill_alpha=0.55, line_color="#9aa7b8",
-           line_width=1)
+    _lean(p.rect("x", "y", "w", "h", source=frames, fill_color="#eef2f7", fill_alpha=0.55, line_color="#9aa7b8",
+                 line_width=1))
     header_r = p.rect("hx", "hy", "w", "hh", source=frames, fill_color="#cfd8e3", line_color="#9aa7b8",
                       selection_fill_color="#cfd8e3", nonselection_fill_alpha=1.0, nonselection_line_alpha=1.0)
-    frame_lab = p.text("tx", "hy", text="label", source=frames, text_font_size="7.5pt", text_baseline="middle",
-                       text_color="#34495e")
+    frame_lab = _lean(p.text("tx", "hy", text="label", source=frames, text_font_size="7.5pt",
+                             text_baseline="middle", text_color="#34495e"))
     xs, ys = join_lines(drawing.edge_lines)
     edges = ColumnDataSource({"x": xs, "y": ys})
-    p.line("x", "y", source=edges, line_color="#a9a9a9", line_width=0.9, line_alpha=0.9)
+    _lean(p.line("x", "y", source=edges, line_color="#a9a9a9", line_width=0.9, line_alpha=0.9))
     esrc = np.array([graph.index[u] for u, _ in graph.edges], dtype=np.int64)
     edst = np.array([graph.index[v] for _, v in graph.edges], dtype=np.int64)
     dev_col = device_column(graph, placement)
     cross = ColumnDataSource(dict(zip(("x", "y"), _cross_lines(drawing, esrc, edst, dev_col))))
-    cross_r = p.line("x", "y", source=cross, line_color="#222222", line_width=1.8, line_alpha=0.9,
-                     line_dash="dashed")
+    cross_r = _lean(p.line("x", "y", source=cross, line_color="#222222", line_width=1.8, line_alpha=0.9,
+                           line_dash="dashed"))
     stripes = ColumnDataSource(_stripe_columns(h, drawing, graph, dev_col, cluster.device_names))
-    p.rect("x", "y", "w", "h", source=stripes, fill_color={"field": "device", "transform": mapper},
-           line_color=None)
+    _lean(p.rect("x", "y", "w", "h", source=stripes, fill_color={"field": "device", "transform": mapper},
+                 line_color=None))
     boxes = ColumnDataSource(_box_columns(h, drawing, graph, dev_col, cluster.device_names))
     box_r = p.rect("x", "y", "w", "h", source=boxes, fill_alpha=0, line_color="#2c3e50", line_width=1.4,
                    selection_fill_alpha=0, selection_line_color="black", nonselection_fill_alpha=0,
                    nonselection_line_alpha=1.0)
-    box_lab = p.text("x", "y", text="name", source=boxes, text_font_size="7.5pt", text_align="center",
+    box_lab = _lean(p.text("x", "y", text="name", source=boxes, text_font_size="7.5pt", text_align="center",
                      text_baseline="middle", text_color="#1c2833", background_fill_color="white",
-                     background_fill_alpha=0.75, padding=1)
+                     background_fill_alpha=0.75, padding=1))
     cols = node_columns(graph, drawing.node_xy)
     cols["x"], cols["y"] = drawing.node_xy[:, 0].copy(), drawing.node_xy[:, 1].copy()   # binary arrays (NaN = hidden)
     cols["device"] = dev_col
@@ -177,18 +177,19 @@ def graph_view(graph: OpGraph, cluster: Cluster, placement: Placement, *, pins: 
                        selection_line_color="black", selection_line_width=3, selection_fill_alpha=1.0,
                        nonselection_fill_alpha=1.0, nonselection_line_alpha=1.0)
     node_labels = ColumnDataSource(_node_label_columns(graph, drawing))   # only the ops drawn
-    node_lab = p.text("x", "y", text="name", source=node_labels, text_font_size="7pt", x_offset=0, y_offset=-9,
-                      text_align="center", text_baseline="bottom", text_color="#222222", angle=0.5)
+    node_lab = _lean(p.text("x", "y", text="name", source=node_labels, text_font_size="7pt", x_offset=0,
+                            y_offset=-9, text_align="center", text_baseline="bottom", text_color="#222222", angle=0.5))
     pin_src = ColumnDataSource(_pin_cols(graph, drawing.node_xy, pins or {}))
-    pin_r = p.scatter("x", "y", source=pin_src, marker="circle", size=22, fill_alpha=0, line_color="black",
-                      line_width=2.5)
+    pin_r = _lean(p.scatter("x", "y", source=pin_src, marker="circle", size=22, fill_alpha=0, line_color="black",
+                            line_width=2.5))
     leg_src = ColumnDataSource(legend_columns(cluster, evaluation))
-    leg_r = p.scatter("x", "y", source=leg_src, marker="square", size=12,
-                      fill_color={"field": "device", "transform": mapper}, line_color=None)
+    leg_r = _lean(p.scatter("x", "y", source=leg_src, marker="square", size=12,
+                            fill_color={"field": "device", "transform": mapper}, line_color=None))
     fams = list(FAMILY_MARKERS)
     fam_src = ColumnDataSource({"x": [math.nan] * len(fams), "y": [math.nan] * len(fams), "family": fams,
                                 "marker": list(FAMILY_MARKERS.values())})
-    fam_r = p.scatter("x", "y", source=fam_src, marker="marker", size=10, fill_color="#dddddd", line_color="#333333")
+    fam_r = _lean(p.scatter("x", "y", source=fam_src, marker="marker", size=10, fill_color="#dddddd",
+                            line_color="#333333"))
     fam_items = [LegendItem(label=fam, renderers=[fam_r], index=k) for k, fam in enumerate(fams)]
     legend = Legend(items=[LegendItem(label={"field": "label"}, renderers=[leg_r]),
                            LegendItem(label="cross-device edge", renderers=[cross_r]),
@@ -216,6 +217,12 @@ def graph_view(graph: OpGraph, cluster: Cluster, placement: Placement, *, pins: 
                      device_names=tuple(cluster.device_names), layout_method=layout, _esrc=esrc, _edst=edst)
     _fit(view)
     return view
+
+
+def _lean(renderer):
+    """A renderer nobody selects or hovers: no extra glyph models to build, send and draw."""
+    renderer.update(selection_glyph="auto", nonselection_glyph="auto", hover_glyph=None, muted_glyph=None)
+    return renderer
 
 
 def fit_ranges(bounds, aspect: float = ASPECT) -> tuple[float, float, float, float]:
