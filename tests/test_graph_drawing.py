@@ -260,6 +260,7 @@ def test_labels_show_only_when_zoomed_in():
     assert not label_visibility(full, full.bounds[2] - full.bounds[0])[0]   # 176 ops: too many at once
     small = item_drawing(make_graph("chain", 8), set())
     assert label_visibility(small, 1100 / NODE_LABEL_PPU)[0]
+    assert not label_visibility(small, 1100 / NODE_LABEL_PPU)[1]   # no boxes: no box labels
     # op labels are drawn from the ops on screen only (not one text per hidden op)
     assert len(v.node_labels.data["name"]) == int((~np.isnan(v.nodes.data["x"])).sum())
     expand_group(v, g, p, v.boxes.data["gid"][0])

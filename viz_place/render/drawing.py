@@ -29,7 +29,7 @@ import numpy as np
 
 from ..model import OpGraph
 from .groups import Hierarchy, hierarchy
-from .layout import dot_available
+from .layout import dot_available, quiet_layout
 
 #: Above this many drawn items the built-in layout is used instead of ``dot``
 #: (measured with ``benchmarks/explorer.py --layout``: about 0.1 s of CPU for 400 items, 0.33 s for
@@ -149,7 +149,7 @@ def _dot(h: Hierarchy, distinct, qedges, frames_open, items):
                                       fontsize="12", margin="6")
     for u, v in qedges:
         a.add_edge(u, v)
-    a.layout(prog="dot")
+    quiet_layout(a)
     pos = {}
     for it in distinct:
         x, y = (float(t) for t in a.get_node(it).attr["pos"].split(","))

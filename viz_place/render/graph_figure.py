@@ -55,16 +55,17 @@ HEADER_H = 0.2
 _LABEL_JS = """
 const x0 = xr.start, x1 = xr.end, y0 = yr.start, y1 = yr.end;
 const ppu = (plot.inner_width || width) / Math.max(x1 - x0, 1e-9);
-let c = 0;
-for (const src of [nodes, boxes]) {
+const counts = [nodes, boxes].map(src => {
   const xs = src.data.x, ys = src.data.y;
+  let c = 0;
   for (let i = 0; i < xs.length && c <= limit; i++) {
     const x = xs[i], y = ys[i];
     if (x >= x0 && x <= x1 && y >= y0 && y <= y1) c++;
   }
-}
-const few = c <= limit;
-const show = [few && ppu >= node_ppu, few && ppu >= box_ppu, ppu >= box_ppu];
+  return c;
+});
+const few = counts[0] + counts[1] <= limit;
+const show = [few && counts[0] > 0 && ppu >= node_ppu, few && counts[1] > 0 && ppu >= box_ppu, ppu >= box_ppu];
 for (let k = 0; k < labels.length; k++) { if (labels[k].visible !== show[k]) labels[k].visible = show[k]; }
 """
 #: Pixels per inch of layout from which op labels (then box and frame labels) are drawn.
@@ -202,7 +203,7 @@ def graph_view(graph: OpGraph, cluster: Cluster, placement: Placement, *, pins: 
         ("latency", "@lat"), ("memory", "@mem"), ("device", "@device")]))
     p.add_tools(HoverTool(renderers=[box_r], tooltips=[
         ("group", "@label"), ("ops", "@count"), ("devices", "@split"), ("", "tap to open")]))
-    p.add_tools(HoverTool(renderers=[header_r], tooltips=[("group", "@label"), ("", "tap to close")]))
+    p.add_tools(HoverTool(renderers=[header_r], tooltips=[("group", "@full"), ("", "tap to close")]))
     p.add_tools(TapTool(renderers=[node_r, box_r, header_r]))
     labels = [node_lab, box_lab, frame_lab]
     cb = CustomJS(args=dict(xr=xr, yr=yr, plot=p, nodes=nodes, boxes=boxes, labels=labels, limit=LABEL_LIMIT,
@@ -252,10 +253,12 @@ def _fit(view: GraphView) -> None:
 def label_visibility(drawing: ItemDrawing, x_span: float, plot_width: float = PLOT_WIDTH) -> tuple[bool, bool, bool]:
     """(op labels, box labels, frame labels) shown for the whole drawing in view (the rule the
     browser applies on every zoom: few items in view and enough pixels per inch)."""
-    n_items = int((~np.isnan(drawing.node_xy[:, 0])).sum()) + len(drawing.boxes)
+    n_nodes = int((~np.isnan(drawing.node_xy[:, 0])).sum())
+    n_boxes = len(drawing.boxes)
     ppu = plot_width / max(x_span, 1e-9)
-    few = n_items <= LABEL_LIMIT
-    return few and ppu >= NODE_LABEL_PPU, few and ppu >= BOX_LABEL_PPU, ppu >= BOX_LABEL_PPU
+    few = n_nodes + n_boxes <= LABEL_LIMIT
+    return (few and n_nodes > 0 and ppu >= NODE_LABEL_PPU, few and n_boxes > 0 and ppu >= BOX_LABEL_PPU,
+            ppu >= BOX_LABEL_PPU)
 
 
 def _cross_lines(drawing: ItemDrawing, esrc, edst, dev_col) -> tuple[np.ndarray, np.ndarray]:
@@ -317,7 +320,8 @@ def _stripe_columns(h, drawing, graph, dev_col, device_names) -> dict[str, list]
 
 
 def _frame_columns(h: Hierarchy, drawing: ItemDrawing) -> dict[str, list]:
-    cols = {"x": [], "y": [], "w": [], "h": [], "hx": [], "hy": [], "hh": [], "tx": [], "gid": [], "label": []}
+    cols = {"x": [], "y": [], "w": [], "h": [], "hx": [], "hy": [], "hh": [], "tx": [], "gid": [], "label": [],
+            "full": []}
     for gid, (x0, y0, x1, y1) in drawing.frames.items():
         cols["x"].append((x0 + x1) / 2)
         cols["y"].append((y0 + y1) / 2)
@@ -328,7 +332,8 @@ def _frame_columns(h: Hierarchy, drawing: ItemDrawing) -> dict[str, list]:
         cols["hh"].append(HEADER_H)
         cols["tx"].append(x0 + 0.05)
         cols["gid"].append(gid)
-        cols["label"].append("\u25be " + h.groups[gid].label)
+        cols["label"].append("\u25be " + h.groups[gid].label.split(" \u00b7 ")[0])
+        cols["full"].append(h.groups[gid].label)
     return cols
 
 

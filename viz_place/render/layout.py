@@ -19,6 +19,7 @@ Positions are cached per (graph, method): graphs are immutable.
 from __future__ import annotations
 
 import importlib.util
+import threading
 import weakref
 
 import networkx as nx
@@ -77,6 +78,37 @@ def _layered_positions(graph: OpGraph) -> np.ndarray:
     return pos
 
 
+_STDERR_LOCK = threading.Lock()
+
+
+def quiet_layout(a) -> None:
+    """``a.layout("dot")``, minus the harmless "Fontconfig warning" the wheel's bundled
+    fontconfig prints on stderr when it reads the system's newer config (it would show in
+    red under the notebook cell); anything else graphviz writes there is passed on."""
+    import os
+    import sys
+    import tempfile
+
+    try:
+        fd = sys.__stderr__.fileno()
+    except (AttributeError, OSError, ValueError):   # no real stderr (some embedders)
+        a.layout(prog="dot")
+        return
+    with _STDERR_LOCK, tempfile.TemporaryFile() as tmp:
+        saved = os.dup(fd)
+        try:
+            os.dup2(tmp.fileno(), fd)
+            a.layout(prog="dot")
+        finally:
+            os.dup2(saved, fd)
+            os.close(saved)
+        tmp.seek(0)
+        text = tmp.read().decode(errors="replace")
+    rest = [line for line in text.splitlines() if line.strip() and not line.startswith("Fontconfig warning")]
+    if rest:
+        sys.stderr.write("\n".join(rest) + "\n")
+
+
 def _dot_positions(graph: OpGraph) -> np.ndarray:  # pragma: no cover - needs pygraphviz
     import pygraphviz  # noqa: F401  (optional dependency)
 
@@ -84,7 +116,7 @@ def _dot_positions(graph: OpGraph) -> np.ndarray:  # pragma: no cover - needs py
     for n in graph.node_ids:
         a.add_node(n)
     a.graph_attr.update(rankdir="LR", nodesep="0.1", ranksep="0.3")
-    a.layout(prog="dot")
+    quiet_layout(a)
     pos = np.zeros((graph.num_nodes, 2))
     for n, i in graph.index.items():
         x, y = (float(v) for v in a.get_node(n).attr["pos"].split(","))
