@@ -4,9 +4,9 @@
 
 Writes ``graph_gpt2.png`` (GPT-2 sample: modules as boxes split by device, one
 block opened), ``graph_resnet50.png`` (ONNX ResNet-50, every block open, zoomed
-in until the op labels show), ``pipeline.png`` (the Pipeline tab after the DP)
-and ``devices.png`` (the device graph of a non-contiguous placement with a cycle).
-Images are palette-reduced PNGs about 1,000 px wide.
+in until the op labels show), and ``pipeline.png`` (the Pipeline tab after the DP: the Gantt chart, the single-sample
+schedule and the device graph).
+Images are 256-colour PNGs about 1,000 px wide.
 """
 from __future__ import annotations
 
@@ -29,7 +29,10 @@ STATE_JS = """() => {
   const pv = roots.find(v => v.model && v.model.title && v.model.title.text && v.model.title.text.includes(' nodes, '));
   if (!pv || !pv.has_finished()) return null;
   const c = pv.canvas_view.el.getBoundingClientRect();
-  return {left: c.left, top: c.top, width: c.width, height: c.height};
+  const src = pv.model.renderers.find(r => r.data_source.data.op != null).data_source;
+  const k = Math.floor(src.data.x.length * 0.3);
+  return {left: c.left, top: c.top, width: c.width, height: c.height,
+          node: [c.left + pv.frame.x_scale.compute(src.data.x[k]), c.top + pv.frame.y_scale.compute(src.data.y[k])]};
 }"""
 
 
@@ -46,7 +49,7 @@ def save(png: bytes, path: Path, width: int = 1000) -> None:
     img = Image.open(io.BytesIO(png)).convert("RGB")
     if img.width > width:
         img = img.resize((width, round(img.height * width / img.width)), Image.LANCZOS)
-    img.quantize(colors=128, method=Image.Quantize.MEDIANCUT).save(path, optimize=True)
+    img.quantize(colors=256, method=Image.Quantize.FASTOCTREE).save(path, optimize=True)
     print(f"{path}: {path.stat().st_size / 1e3:.0f} kB")
 
 
@@ -57,6 +60,7 @@ def shoot(out: Path, name: str, code: str, actions, clip: str = "explorer") -> N
         page.evaluate("window.jupyterapp.commands.execute('application:toggle-left-area')")
         time.sleep(1.5)
         actions(lab)
+        page.mouse.move(5, 5)   # no hover tooltip in the picture
         time.sleep(1.0)
         if clip == "graph":
             c = page.evaluate(STATE_JS)
@@ -86,8 +90,8 @@ def main(argv=None) -> int:
 
     def resnet(lab):
         c = lab.page.evaluate(STATE_JS)
-        lab.page.mouse.move(c["left"] + c["width"] * 0.12, c["top"] + c["height"] / 2)
-        for _ in range(7):
+        lab.page.mouse.move(*c["node"])   # zoom in around an op (the wheel zooms about the pointer)
+        for _ in range(4):
             lab.page.mouse.wheel(0, -240)
             time.sleep(0.1)
     shoot(args.out, "graph_resnet50.png",

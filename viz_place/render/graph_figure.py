@@ -28,6 +28,7 @@ edges; opening or closing a group sends new positions.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -51,6 +52,8 @@ OPEN_COLLAPSED_ABOVE = 120
 #: Assumed width / height of the figure in pixels, to keep boxes undistorted.
 ASPECT = 2.6
 HEADER_H = 0.2
+
+_NUMBERED = re.compile(r"^[a-z]?_?\d+$")
 
 _LABEL_JS = """
 const x0 = xr.start, x1 = xr.end, y0 = yr.start, y1 = yr.end;
@@ -341,7 +344,12 @@ def _node_label_columns(graph: OpGraph, drawing: ItemDrawing) -> dict[str, list]
     shown = np.flatnonzero(~np.isnan(drawing.node_xy[:, 0]))
     ids = graph.node_ids
     return {"x": drawing.node_xy[shown, 0], "y": drawing.node_xy[shown, 1],
-            "name": [graph.node(ids[i]).name for i in shown.tolist()]}
+            "name": [_label_text(graph.node(ids[i])) for i in shown.tolist()]}
+
+
+def _label_text(node) -> str:
+    """An op's label: its name, or its op type when the name is only a number (``n51``)."""
+    return node.op_type if _NUMBERED.match(node.name or "") else node.name
 
 
 def _pin_cols(graph: OpGraph, xy: np.ndarray, pins: Mapping[str, str]) -> dict[str, list]:
