@@ -126,12 +126,18 @@ STATE_JS = """() => {
 }"""
 
 
-def _wait(page, pred, timeout=30.0):
+def _wait(page, pred, timeout=30.0, settle=0.25):
+    """The state once ``pred`` holds and nothing has repainted for ``settle`` s (data, then
+    ranges arrive in separate messages: the time reported is that of the last repaint)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         st = page.evaluate(STATE_JS)
         if st is not None and pred(st):
-            return st
+            time.sleep(settle)
+            again = page.evaluate(STATE_JS)
+            if again["painted"] == st["painted"] and pred(again):
+                return again
+            continue
         time.sleep(0.01)
     raise RuntimeError("browser state not reached")
 

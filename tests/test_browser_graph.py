@@ -59,11 +59,17 @@ def _notebook(sample: str) -> str:
 
 
 def _state(lab, timeout: float = 30.0, until=None) -> dict:
+    """The graph's state once ``until`` holds and the view has stopped changing (new data and
+    the refitted ranges arrive in separate messages)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         st = lab.page.evaluate(GRAPH_STATE_JS)
         if st is not None and (until is None or until(st)):
-            return st
+            time.sleep(0.3)
+            again = lab.page.evaluate(GRAPH_STATE_JS)
+            if again == st:
+                return st
+            continue
         time.sleep(0.1)
     raise AssertionError(f"graph state not reached within {timeout} s")
 
@@ -145,12 +151,14 @@ def test_a_module_opens_by_a_tap_and_closes_by_its_header(tmp_path):
         assert st["boxes"]["gid"], "the GPT-2 sample opens with its modules as boxes"
         assert _label_visible(st, "boxes")
         gid = st["boxes"]["gid"][0]
+        n_frames = len(st["frames"]["gid"])
         x, y = st["boxes"]["screen"][0]
         lab.page.mouse.click(x, y)
         st = _state(lab, until=lambda s: gid in s["frames"]["gid"])
         assert gid not in st["boxes"]["gid"]
+        assert len(st["frames"]["gid"]) == n_frames + 1, "one tap opens one group"
         hx, hy = st["frames"]["screen"][st["frames"]["gid"].index(gid)]
         lab.page.mouse.click(hx, hy)
         st = _state(lab, until=lambda s: gid in s["boxes"]["gid"])
-        assert gid not in st["frames"]["gid"]
+        assert gid not in st["frames"]["gid"] and len(st["frames"]["gid"]) == n_frames
         assert not _ours(messages), _ours(messages)

@@ -131,17 +131,18 @@ class GraphPanel:
         s = self.state
         set_expanded(self.view, s.graph, s.placement, (), s.pins)
 
+    # jupyter_bokeh calls these twice per browser event with the same ``new``; the first call
+    # clears the selection (set_expanded does), so a repeat no longer matches it and is ignored
+    # (else it would open the box that has meanwhile moved to that index).
     def _on_box_tap(self, _attr, _old, new) -> None:
-        if new:
-            gids = self.view.boxes.data["gid"]
-            if int(new[0]) < len(gids):
-                self.expand(gids[int(new[0])])
+        src = self.view.boxes
+        if new and list(src.selected.indices) == list(new) and int(new[0]) < len(src.data["gid"]):
+            self.expand(src.data["gid"][int(new[0])])
 
     def _on_header_tap(self, _attr, _old, new) -> None:
-        if new:
-            gids = self.view.frames.data["gid"]
-            if int(new[0]) < len(gids):
-                self.collapse(gids[int(new[0])])
+        src = self.view.frames
+        if new and list(src.selected.indices) == list(new) and int(new[0]) < len(src.data["gid"]):
+            self.collapse(src.data["gid"][int(new[0])])
 
     def _refresh_buttons(self) -> None:
         self.undo_button.disabled = not self.state.can_undo
