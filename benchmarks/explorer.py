@@ -144,7 +144,7 @@ def _wait(page, pred, timeout=30.0, settle=0.25):
 
 def _differing_node(name: str) -> tuple[int, str, str]:
     """A node whose device differs between the explorer's start and the stand-in solve result."""
-    from viz_place.render import starting_placement
+    from viz_place.start import starting_placement
     from viz_place.samples import load_sample
     g = load_sample(name)
     start = starting_placement(g, g.default_cluster)

@@ -11,7 +11,8 @@ from bokeh.models import Range1d
 from viz_place.cost import evaluate
 from viz_place.model import OpGraph, Placement
 from viz_place.render import (collapse_group, expand_group, graph_view, hierarchy, initial_expanded, set_expanded,
-                              set_placement, starting_placement)
+                              set_placement)
+from viz_place.start import starting_placement
 from viz_place.render.drawing import DOT_MAX_ITEMS, item_drawing
 from viz_place.render.families import FAMILY_MARKERS, op_family
 from viz_place.render.graph_figure import BOX_LABEL_PPU, LABEL_LIMIT, NODE_LABEL_PPU, label_visibility

@@ -9,7 +9,7 @@ import pytest
 from viz_place.cost import evaluate
 from viz_place.cost.schedule import device_flows, latency_schedule, pipeline_order, pipeline_schedule
 from viz_place.model import Cluster, OpGraph, Placement
-from viz_place.render import starting_placement
+from viz_place.start import starting_placement
 from viz_place.render.pipeline_figure import pipeline_view, set_pipeline
 from viz_place.samples import load_sample, make_graph
 from viz_place.testing import random_instance

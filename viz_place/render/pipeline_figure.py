@@ -3,9 +3,9 @@ schedule, and the device-level graph. Numbers come from :mod:`viz_place.cost.sch
 
 >>> from viz_place.samples import make_graph
 >>> from viz_place.cost import evaluate
->>> from viz_place.render import starting_placement
+>>> from viz_place.model import Placement
 >>> g = make_graph("residual", 30)
->>> ev = evaluate(g, g.default_cluster, starting_placement(g, g.default_cluster))
+>>> ev = evaluate(g, g.default_cluster, Placement({n: f"fpga:{4 * i // 30}" for i, n in enumerate(g.node_ids)}))
 >>> v = pipeline_view(ev, g.default_cluster)
 >>> sorted(v.figures())
 ['devices_graph', 'latency_schedule', 'pipeline']
