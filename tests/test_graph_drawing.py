@@ -297,3 +297,16 @@ def test_hidden_pins_are_not_drawn_and_reappear_when_opened():
     assert math.isnan(v.pins.data["x"][0])
     set_expanded(v, g, p, v.hierarchy.all_groups(), {n: "gpu:1"})
     assert not math.isnan(v.pins.data["x"][0])
+
+
+@pytest.mark.parametrize("n, edges", [(0, []), (1, []), (30, [])])
+def test_tiny_and_edgeless_graphs_draw_with_ranges(n, edges):
+    from viz_place.model import Cluster
+    from viz_place.render.pipeline_figure import pipeline_view
+    g = OpGraph.from_records([{"id": str(i), "latency": {"cpu": 0.0}} for i in range(n)], edges)
+    c = Cluster.paper(2, 1, None)
+    p = Placement({x: "cpu:0" for x in g.node_ids})
+    v = graph_view(g, c, p)
+    pv = pipeline_view(evaluate(g, c, p), c)
+    for f in (v.figure, pv.pipeline, pv.latency, pv.devices_graph):
+        assert f.x_range.end > f.x_range.start and f.y_range.end != f.y_range.start

@@ -12,7 +12,7 @@ folding; frames are the bounding boxes of their members).
 Units are inches (dot's). Layouts are cached per (graph, open groups, method).
 
 >>> from viz_place.samples import make_graph
->>> from viz_place.render.groups import hierarchy, default_expanded
+>>> from viz_place.render.groups import hierarchy
 >>> g = make_graph("residual", 40)
 >>> d = item_drawing(g, set(), method="layered")
 >>> len(d.boxes) > 0 and int(np.isnan(d.node_xy[:, 0]).sum()) > 0   # nodes inside collapsed boxes

@@ -172,7 +172,8 @@ def graph_view(graph: OpGraph, cluster: Cluster, placement: Placement, *, pins: 
     cols["family"] = [op_family(n.op_type) for n in graph.nodes()]
     share = _shares(graph)
     cols["share"] = (share * 100).round(2).tolist()
-    cols["size"] = (6.0 + 16.0 * np.sqrt(share / share.max() if share.max() > 0 else share)).round(2).tolist()
+    top = share.max() if len(share) else 0.0
+    cols["size"] = (6.0 + 16.0 * np.sqrt(share / top if top > 0 else share)).round(2).tolist()
     nodes = ColumnDataSource(cols)
     marker = factor_mark("family", list(FAMILY_MARKERS.values()), list(FAMILY_MARKERS))
     outline = factor_cmap("dir", ["#333333", "#c2185b"], ["forward", "backward"])

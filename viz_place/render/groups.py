@@ -362,7 +362,7 @@ def _structural_hierarchy(graph: OpGraph) -> Hierarchy:
 
     pos_all = {u: k for k, u in enumerate(order)}
     top_segments = series_cuts(order)
-    seg_no = {seg[0]: k + 1 for k, seg in enumerate(top_segments)}
+    seg_no = {seg[0]: k + 1 for k, seg in enumerate(top_segments) if seg}
 
     def _block_no(segs, run):   # noqa: ANN001 - closure helper
         a, b = seg_no.get(run[0][0]), seg_no.get(run[-1][0])

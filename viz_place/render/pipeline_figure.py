@@ -18,7 +18,6 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from bokeh.models import ColumnDataSource, FixedTicker, HoverTool, Range1d
 from bokeh.plotting import figure
 
