@@ -50,6 +50,17 @@ GRAPH_STATE_JS = """() => {
 }"""
 
 
+PIPELINE_JS = """() => {
+  const idx = window.Bokeh ? Bokeh.index : null; if (!idx) return false;
+  const views = [];
+  const walk = (v) => { views.push(v); for (const c of (v.child_views || [])) walk(c); };
+  for (const r of (typeof idx[Symbol.iterator] === 'function' ? [...idx] : Object.values(idx))) walk(r);
+  const titles = views.filter(v => v.model && v.model.title && v.model.title.text && v.has_finished())
+                      .map(v => v.model.title.text);
+  return ['pipelined', 'one sample', 'devices'].every(t => titles.some(s => s.startsWith(t)));
+}"""
+
+
 def _notebook(sample: str) -> str:
     nb = json.loads(NOTEBOOK.read_text())
     code = [c for c in nb["cells"] if c["cell_type"] == "code"][0]
@@ -161,4 +172,8 @@ def test_a_module_opens_by_a_tap_and_closes_by_its_header(tmp_path):
         lab.page.mouse.click(hx, hy)
         st = _state(lab, until=lambda s: gid in s["boxes"]["gid"])
         assert gid not in st["frames"]["gid"] and len(st["frames"]["gid"]) == n_frames
+        # the Pipeline tab draws its three figures (explicit ranges: no "could not set initial ranges")
+        lab.open_tab("Pipeline")
+        lab.page.wait_for_function(PIPELINE_JS, timeout=30000)
+        time.sleep(0.5)
         assert not _ours(messages), _ours(messages)
