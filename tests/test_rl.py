@@ -289,14 +289,3 @@ def test_memory_bound_start_uses_the_host():
     ev = evaluate_indices(prob, np.array(initial_placement(env)))
     assert not ev.violations
     assert ev.max_load < 0.9 * plain
-
-
-@pytest.mark.parametrize("name", ["viz_place.solvers.rl", "viz_place.solvers.rl.features", "viz_place.solvers.rl.env",
-                                  "viz_place.solvers.rl.policy", "viz_place.solvers.rl.rollout",
-                                  "viz_place.solvers.rl.start", "viz_place.solvers.rl.train",
-                                  "viz_place.solvers.rl.solver"])
-def test_docstring_examples_run(name):
-    import doctest
-    import importlib
-    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted > 0 and result.failed == 0

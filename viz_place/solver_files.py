@@ -1,6 +1,6 @@
 """Solver options that name files: the caller reads them, the solver never does.
 
-Solvers read and write no files (DESIGN.md §3). Where a command line or a form
+Solvers read and write no files (the README's *Layout*). Where a command line or a form
 lets a user name a file for a solver, :func:`read_option_files` (above both
 :mod:`viz_place.io` and :mod:`viz_place.solvers`) reads it and fills the option
 the solver takes: ``expert``'s ``-o path=FILE`` (our placement JSON or the

@@ -54,7 +54,8 @@ class PlacementExplorer(W.VBox):
     graph_or_path : an ``OpGraph``, a path to a graph file, or a sample name
         (default: the ``residual`` sample).
     cluster, placement, pins : optional starting devices, placement and pins
-        (default: the file's devices, every node on a host device, no pins).
+        (default: the file's devices, the quick starting placement of
+        :func:`viz_place.start.starting_placement` — the ``topo-fill`` baseline —, no pins).
     load_bokehjs : load BokehJS into the page (inline, no CDN); default: when in a kernel.
     workdir : where exports and sessions are written by default.
 

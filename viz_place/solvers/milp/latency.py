@@ -56,6 +56,9 @@ from .max_load import add_assignment
 from .symmetry import add_symmetry_breaking, canonical, interchangeable_sets
 from .warm_start import best_warm_start, better_elsewhere_note, warm_start_note
 
+#: The examples above use the HiGHS back-end (tests/test_doctests.py skips them without it).
+__doctest_requires__ = ("highspy",)
+
 #: The set the bound of the one-piece model (q = 1) holds for; larger q: no bound is reported.
 BOUND_SET_ONE_PIECE = "convex"
 

@@ -53,6 +53,9 @@ from .result import memory_diagnosis, milp_result
 from .symmetry import add_symmetry_breaking, canonical, interchangeable_sets
 from .warm_start import best_warm_start, better_elsewhere_note, warm_start_note
 
+#: The examples above use the HiGHS back-end (tests/test_doctests.py skips them without it).
+__doctest_requires__ = ("highspy",)
+
 OBJECTIVES = tuple(o for o in ALL_OBJECTIVES if o != "latency")
 
 #: The set of placements the MILP's bound holds for, by ``contiguous`` (the model's feasible set).
