@@ -24,7 +24,8 @@ def test_all_is_the_pinned_public_api():
 
 def test_top_level_names_are_the_subpackages_objects():
     from viz_place import cost, errors, io, model, samples, solvers
-    assert vp.run_solver is solvers.run_solver and vp.list_solvers is solvers.list_solvers
+    from viz_place import solver_files
+    assert vp.run_solver is solver_files.run_solver and vp.list_solvers is solvers.list_solvers
     assert vp.evaluate is cost.evaluate and vp.simple_lower_bound is cost.simple_lower_bound
     assert vp.load_graph is io.load_graph and vp.load_sample is samples.load_sample
     assert vp.Placement is model.Placement and vp.errors is errors

@@ -11,7 +11,9 @@ from viz_place.cost import compile_problem, evaluate_indices
 from viz_place.errors import InfeasibleError, SolverError
 from viz_place.model import Cluster, DeviceClass, OpGraph
 from viz_place.samples import make_graph
-from viz_place.solvers import list_solvers, run_solver
+from viz_place import run_solver           # reads the `policy` file option (viz_place.solver_files)
+from viz_place import solvers
+from viz_place.solvers import list_solvers
 from viz_place.solvers.rl import Policy, RLOptions, load_policy, shipped_policy_path
 from viz_place.solvers.rl.env import IN_DIM, PlacementEnv, topo_fill
 from viz_place.solvers.rl.features import base_features, group_embeddings, node_embeddings
@@ -218,6 +220,21 @@ def test_search_never_worse_than_topological_fill():
     for mode in ("greedy", "sample", "finetune"):
         p = run_solver("rl", g, g.default_cluster, options={"mode": mode, "samples": 8, "time_limit": 30})
         assert p.claimed_value <= start + 1e-9
+
+
+def test_the_solver_reads_no_policy_file(policy_file):
+    """A `policy` path reaches the solver only read (as `weights`); unread, it is a clear error, not a file read."""
+    g = make_graph("chain", 6)
+    with pytest.raises(SolverError, match="was not read: solvers read no files") as err:
+        solvers.run_solver("rl", g, g.default_cluster, options={"policy": policy_file, "mode": "greedy"})
+    assert err.value.field == "policy"
+    given = solvers.run_solver("rl", g, g.default_cluster,
+                               options={"weights": Policy.load(policy_file), "mode": "greedy"})
+    read = run_solver("rl", g, g.default_cluster, options={"policy": policy_file, "mode": "greedy"})
+    assert dict(given.assignment) == dict(read.assignment)
+    assert read.options["policy"] == policy_file and "weights" not in read.options
+    with pytest.raises(SolverError, match="expected a Policy"):
+        RLOptions(weights="file.npz")
 
 
 def test_seeded_run_is_reproducible(policy_file):

@@ -5,7 +5,9 @@ reading graphs (:func:`load_graph`, :func:`load_sample`, :func:`load_placement`)
 the model (:class:`OpGraph`, :class:`DeviceClass`, :class:`Cluster`,
 :class:`Placement`), the one evaluator (:func:`evaluate`,
 :func:`simple_lower_bound`), the solvers (:func:`run_solver`,
-:func:`list_solvers`) and the errors. Everything else lives in the subpackages
+:func:`list_solvers`) and the errors. ``vp.run_solver`` is
+:func:`viz_place.solvers.run_solver` with options that name files read first
+(:mod:`viz_place.solver_files`: ``expert``'s ``path``, ``rl``'s ``policy``). Everything else lives in the subpackages
 (``viz_place.cost``, ``viz_place.solvers``, ``viz_place.io``...). The solvers
 are imported on first use, so ``import viz_place`` stays light.
 
@@ -30,11 +32,12 @@ from .errors import (DeviceError, GraphValidationError, InfeasibleError, InputFo
 from .io import load_graph, load_placement
 from .model import Cluster, DeviceClass, OpGraph, Placement, validate_pins
 from .samples import load_sample, sample_names
+from .solver_files import run_solver
 
 __version__ = "0.1.0"
 
 #: Names resolved on first use (importing the solvers loads PuLP, the DP, the RL policy code...).
-_LAZY = {"run_solver": "viz_place.solvers", "list_solvers": "viz_place.solvers", "get_solver": "viz_place.solvers"}
+_LAZY = {"list_solvers": "viz_place.solvers", "get_solver": "viz_place.solvers"}
 
 
 def __getattr__(name: str) -> Any:

@@ -12,7 +12,7 @@ topological fill), :mod:`.policy` (MLP, Adam, save/load), :mod:`.rollout`
 """
 from ..registry import SolverInfo, register
 from .env import PlacementEnv, topo_fill
-from .policy import Policy, load_policy, shipped_policy_path
+from .policy import Policy, load_policy, shipped_policy, shipped_policy_path
 from .solver import RLOptions, solve
 from .train import TrainConfig, train_policy
 
@@ -27,5 +27,5 @@ register(SolverInfo(
     exact=False,
 ))
 
-__all__ = ["PlacementEnv", "topo_fill", "Policy", "load_policy", "shipped_policy_path", "RLOptions", "solve",
+__all__ = ["PlacementEnv", "topo_fill", "Policy", "load_policy", "shipped_policy", "shipped_policy_path", "RLOptions", "solve",
            "TrainConfig", "train_policy"]
