@@ -36,9 +36,36 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..cost import CompiledProblem, Evaluation, compile_problem, evaluate_indices
-from ..errors import InternalError, PlacementError
+from ..errors import InternalError, PlacementError, SolverError
 from ..model import BOUND_SETS, Cluster, OpGraph, Placement, canonical_objective, validate_pins
 from .base import make_options
+
+
+#: What a solver may need from its input graph (``SolverInfo.needs``) -> how to tell a graph has it.
+NEEDS: dict[str, str] = {
+    "module_paths": "module paths: node attribute 'layer' holding the module an op ran in, such as '/encoder/block1' "
+                    "(viz_place.io.torch_fx.read_torch gives them)",
+}
+
+
+def has_module_paths(graph: OpGraph) -> bool:
+    """Whether ``graph``'s ops carry module paths (``layer`` values like ``/encoder/block1``).
+
+    >>> has_module_paths(OpGraph.from_records([{"id": "a", "layer": "/enc/fc"}, {"id": "b"}], [("a", "b")]))
+    True
+    """
+    return any(isinstance(n.layer, str) and n.layer.startswith("/") for n in graph.nodes())
+
+
+_HAS = {"module_paths": has_module_paths}
+
+
+def check_needs(info, graph: OpGraph) -> None:
+    """Refuse a graph that lacks what solver ``info`` needs (:data:`NEEDS`)."""
+    for need in getattr(info, "needs", ()):
+        if not _HAS[need](graph):
+            raise SolverError(f"solver {info.name!r} needs {NEEDS[need]}; graph {graph.name!r} has none",
+                              field="graph")
 
 
 @dataclass(frozen=True)
@@ -115,8 +142,10 @@ def objective_of(info, options: Any) -> Objective:
 
 
 def prepare(info, graph: OpGraph, cluster: Cluster, pins: Mapping[str, str] | None, options: Any) -> Problem:
-    """The one entry step: options validated into ``info.options_cls``, pins checked, problem compiled."""
+    """The one entry step: options validated into ``info.options_cls``, pins checked, the graph has what the
+    solver needs (``info.needs``), problem compiled."""
     opts = make_options(info.options_cls, options)
+    check_needs(info, graph)
     pins = validate_pins(graph, cluster, pins)
     return Problem(graph, cluster, pins, compile_problem(graph, cluster), opts, objective_of(info, opts))
 

@@ -25,6 +25,7 @@ register(SolverInfo(
     description="learned placer after Placeto: a trained policy improves a contiguous fill sweep by sweep "
                 "(zero-shot, best-of-K sampled, or fine-tuned on the graph)",
     exact=False,
+    check_options={"mode": "sample", "samples": 4, "time_limit": 30.0},   # budgets that do not bind: repeatable
 ))
 
 __all__ = ["PlacementEnv", "topo_fill", "Policy", "load_policy", "shipped_policy", "shipped_policy_path", "RLOptions", "solve",
