@@ -1,4 +1,13 @@
-"""Reading JSON files with errors that name the file and the position."""
+"""Reading JSON files with errors that name the file and the position.
+
+>>> import os, tempfile
+>>> path = os.path.join(tempfile.mkdtemp(), "bad.json")
+>>> _ = open(path, "w").write('{"nodes": [1, 2,]}')
+>>> read_json(path)
+Traceback (most recent call last):
+...
+viz_place.errors.InputFormatError: .../bad.json: invalid JSON at line 1 column 17: Expecting value
+"""
 from __future__ import annotations
 
 import json

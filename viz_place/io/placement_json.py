@@ -11,6 +11,16 @@ Placement JSON::
 ``devices``, ``pins`` and ``evaluation`` are written for the reader's benefit;
 only ``assignment`` is required to read one back (older files without
 ``lower_bound``/``bound_set``, or saying ``"objective": "throughput"``, read fine).
+
+>>> from viz_place.model import OpGraph, Cluster, Placement
+>>> g = OpGraph.from_records([{"id": "a", "latency": {"cpu": 1.0}}], [])
+>>> data = placement_to_dict(g, Cluster.paper(0, 1, None), Placement({"a": "cpu:0"}, solver="manual"))
+>>> placement, pins, cluster = placement_from_dict({"assignment": data["assignment"], "objective": "throughput"})
+>>> dict(placement.assignment), placement.objective, pins, cluster
+({'a': 'cpu:0'}, 'max_load', {}, None)
+>>> print(placement_to_csv(g, placement), end="")
+node,name,op_type,device,pinned
+a,a,op,cpu:0,0
 """
 from __future__ import annotations
 

@@ -250,7 +250,7 @@ class _Pass:
             self.sources.append(sel - self.strides[c])
         self.best = np.full((N, S), np.inf)
         self.best[0] = 0.0
-        self.prev_ideal = np.full((N, S), -1, dtype=np.int32)   # J of the last set I \ J of the best chain
+        self.prev_ideal = np.full((N, S), -1, dtype=np.int32)   # J of the last set I \\ J of the best chain
         self.prev_class = np.full((N, S), -1, dtype=np.int8)    # the class of the device holding it
         scale = max(1.0, float(t.lower[-1]), float(np.max(t.comp[-1])) if N else 0.0)
         self.tol = _REL * scale
@@ -300,7 +300,7 @@ class _Pass:
         return cand[keep], pos[keep]
 
     def feasible_sets(self, i: int, plan, cand: np.ndarray, pos: np.ndarray):
-        """Per class of ``plan``: ``(a, ok, compute)`` over its window ``cand[a:b]`` (``ok``: ``I \ J`` fits the
+        """Per class of ``plan``: ``(a, ok, compute)`` over its window ``cand[a:b]`` (``ok``: ``I \\ J`` fits the
         class — compute within ``T``, supported, not forbidden, within memory); and which candidates need their
         communication (some paying class accepts them)."""
         t, T = self.t, self.T
@@ -327,7 +327,7 @@ class _Pass:
         return oks, need
 
     def relax(self, i: int, plan, oks, cand: np.ndarray, comm: np.ndarray | None) -> None:
-        """``best[I, u] = min(best[I, u], max(best[J, u - e_c], cost_c(I \ J)))`` over the feasible ``J``."""
+        """``best[I, u] = min(best[I, u], max(best[J, u - e_c], cost_c(I \\ J)))`` over the feasible ``J``."""
         t, row_best = self.t, self.best[i]
         for (c, targets, sources, _, _), (a, ok, comp) in zip(plan, oks):
             sel = np.flatnonzero(ok)
