@@ -68,7 +68,7 @@ def test_a_solver_needing_module_paths_is_checked_on_graphs_that_have_them(modul
     assert check_solver("by-top-module", checks=["valid", "pins", "options_round_trip", "same_seed", "bound"]) == []
     from viz_place.samples import make_graph
     g = make_graph("chain", 4)
-    with pytest.raises(SolverError, match="needs module paths") as err:
+    with pytest.raises(SolverError, match="has no module paths; it needs module paths") as err:
         run_solver("by-top-module", g, g.default_cluster)
     assert err.value.field == "graph"
 

@@ -38,23 +38,17 @@ import numpy as np
 from ..cost import CompiledProblem, Evaluation, compile_problem, evaluate_indices
 from ..errors import InternalError, PlacementError, SolverError
 from ..model import BOUND_SETS, Cluster, OpGraph, Placement, canonical_objective, validate_pins
+from ..model.modules import has_module_paths
 from .base import make_options
 
 
-#: What a solver may need from its input graph (``SolverInfo.needs``) -> how to tell a graph has it.
+#: What a solver may need from its input graph (``SolverInfo.needs``), as said in the error; the test is
+#: :func:`viz_place.model.modules.has_module_paths` for ``"module_paths"``.
 NEEDS: dict[str, str] = {
-    "module_paths": "module paths: node attribute 'layer' holding the module an op ran in, such as '/encoder/block1' "
-                    "(viz_place.io.torch_fx.read_torch gives them)",
+    "module_paths": "module paths (node field 'layer': the module an op ran in, such as '/transformer/h/0'; "
+                    "import a PyTorch model with `viz-place import hf:...` or "
+                    "viz_place.io.torch_import.import_torch(module, inputs))",
 }
-
-
-def has_module_paths(graph: OpGraph) -> bool:
-    """Whether ``graph``'s ops carry module paths (``layer`` values like ``/encoder/block1``).
-
-    >>> has_module_paths(OpGraph.from_records([{"id": "a", "layer": "/enc/fc"}, {"id": "b"}], [("a", "b")]))
-    True
-    """
-    return any(isinstance(n.layer, str) and n.layer.startswith("/") for n in graph.nodes())
 
 
 _HAS = {"module_paths": has_module_paths}
@@ -64,8 +58,8 @@ def check_needs(info, graph: OpGraph) -> None:
     """Refuse a graph that lacks what solver ``info`` needs (:data:`NEEDS`)."""
     for need in getattr(info, "needs", ()):
         if not _HAS[need](graph):
-            raise SolverError(f"solver {info.name!r} needs {NEEDS[need]}; graph {graph.name!r} has none",
-                              field="graph")
+            raise SolverError(f"solver {info.name!r}: graph {graph.name!r} has no {need.replace('_', ' ')}; it "
+                              f"needs {NEEDS[need]}", field="graph")
 
 
 @dataclass(frozen=True)
