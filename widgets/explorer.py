@@ -75,7 +75,8 @@ class PlacementExplorer(W.VBox):
         ``depth``, ``training``, ``profile``, ``calibration`` (see
         :func:`viz_place.io.torch_import.import_torch`).
     cluster, placement, pins : optional starting devices, placement and pins
-        (default: the file's devices, every node on a host device, no pins).
+        (default: the file's devices, the quick starting placement of
+        :func:`viz_place.start.starting_placement` — the ``topo-fill`` baseline —, no pins).
     load_bokehjs : load BokehJS into the page (inline, no CDN); default: when in a kernel.
     workdir : where exports and sessions are written by default.
 

@@ -1,6 +1,6 @@
 """Single-sample latency under the paper's latency model (generalised).
 
-Rules (DESIGN.md §2, the authors' latency IP):
+Rules (the authors' latency IP, generalised; the README's *Concepts and the cost model*):
 
 * A device whose class does **not** pay communication (a host CPU) is treated as
   unlimited parallel cores: each of its nodes finishes at the latest finish of
