@@ -13,6 +13,14 @@ from .model import Cluster, DeviceClass, OpGraph, Placement, validate_pins
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str):
+    # ``viz_place.sweep(...)``: imported on first use (it pulls in the solvers and Dask).
+    if name == "sweep":
+        from .runtime.design_sweep import sweep
+        return sweep
+    raise AttributeError(f"module 'viz_place' has no attribute {name!r}")
+
 __all__ = ["OpGraph", "Cluster", "DeviceClass", "Placement", "validate_pins", "evaluate", "Evaluation",
            "IncrementalEvaluator", "compile_problem", "load_graph", "load_placement", "VizPlaceError",
            "GraphValidationError", "DeviceError", "PlacementError", "InputFormatError", "SolverError",
