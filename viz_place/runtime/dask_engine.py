@@ -40,6 +40,22 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def check_reachable(address: str, timeout: float = 3.0) -> None:
+    """Fail fast (instead of Dask's retries until its timeout) when nothing listens at a
+    ``tcp://HOST:PORT`` address; other schemes are left to Dask."""
+    import socket
+    from urllib.parse import urlsplit
+    if "://" not in address:
+        address = "tcp://" + address
+    parts = urlsplit(address)
+    if parts.scheme not in ("tcp", "tls") or parts.port is None:
+        return
+    try:
+        socket.create_connection((parts.hostname, parts.port), timeout=timeout).close()
+    except OSError as err:
+        raise EngineError(f"cannot reach the Dask scheduler at {address}: {err.strerror or err}") from None
+
+
 class DaskEngine:
     """A Dask client over an embedded ``LocalCluster`` or an existing scheduler.
 
@@ -62,6 +78,7 @@ class DaskEngine:
         self.address = scheduler
         try:
             if scheduler:
+                check_reachable(scheduler)
                 self.client = Client(scheduler, timeout=timeout, set_as_default=False)
             else:
                 n = default_workers() if workers is None else int(workers)
@@ -113,7 +130,7 @@ class DaskEngine:
         """Futures in the order they finish; stops early (cancelling the rest) when ``cancel()``."""
         from distributed import as_completed
         pending = set(futures)
-        ac = as_completed(pending)
+        ac = as_completed(pending, loop=self.client.loop)
         while pending:
             if cancel is not None and cancel():
                 self.client.cancel(list(pending))

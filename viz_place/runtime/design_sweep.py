@@ -164,15 +164,20 @@ def sweep(graphs: Iterable[Any] | Mapping[str, Any], solvers: Sequence[str], *,
             if progress is not None:
                 progress(SweepProgress(state["done"], len(cells), len(done), row, state["dashboard"]))
 
-        if progress is not None:
-            progress(SweepProgress(len(done), len(cells), len(done), None))
-        if todo and workers == 0 and engine is None and scheduler is None:
+        def started() -> None:
+            if progress is not None:
+                progress(SweepProgress(len(done), len(cells), len(done), None, state["dashboard"]))
+
+        if not todo:
+            started()
+        elif workers == 0 and engine is None and scheduler is None:
+            started()
             for c in todo:
                 if is_cancelled():
                     break
                 record(run_cell(graph_map[c.graph_id], c, cancel=is_cancelled))
         elif todo:
-            _run_on_dask(todo, graph_map, record, is_cancelled, state, engine=engine, scheduler=scheduler,
+            _run_on_dask(todo, graph_map, record, started, is_cancelled, state, engine=engine, scheduler=scheduler,
                          workers=workers, processes=processes, dashboard=dashboard)
         rows = [results.get(c.key) or done.get(c.key) for c in cells]
         rows = [r for r in rows if r is not None]
@@ -188,13 +193,14 @@ def sweep(graphs: Iterable[Any] | Mapping[str, Any], solvers: Sequence[str], *,
             store.close()
 
 
-def _run_on_dask(todo: list[Cell], graph_map, record, is_cancelled, state, *, engine, scheduler, workers,
+def _run_on_dask(todo: list[Cell], graph_map, record, started, is_cancelled, state, *, engine, scheduler, workers,
                  processes, dashboard) -> None:
     from .dask_engine import DaskEngine
     own = engine is None
     if own:
         engine = DaskEngine(scheduler, workers, processes=processes, dashboard=dashboard)
     state["dashboard"] = engine.dashboard_link
+    started()
     flag = engine.cancel_flag()
     futures: dict[Any, Cell] = {}
     try:
