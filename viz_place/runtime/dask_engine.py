@@ -76,6 +76,7 @@ class DaskEngine:
         from distributed import Client, LocalCluster
         self.cluster = None
         self.address = scheduler
+        self._dashboard = bool(dashboard)
         try:
             if scheduler:
                 check_reachable(scheduler)
@@ -87,7 +88,8 @@ class DaskEngine:
                 with dask.config.set({"distributed.nanny.pre-spawn-environ": dict(ONE_THREAD_ENV)}):
                     where = {"host": "127.0.0.1"} if processes else {}
                     self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=processes, **where,
-                                                dashboard_address="127.0.0.1:0" if dashboard else None,
+                                                dashboard_address="127.0.0.1:0",   # a free port, never 8787
+                                                scheduler_kwargs={"dashboard": bool(dashboard)},
                                                 silence_logs=logging.ERROR)
                 self.client = Client(self.cluster, set_as_default=False)
                 self.address = self.cluster.scheduler_address
@@ -104,6 +106,8 @@ class DaskEngine:
     @property
     def dashboard_link(self) -> str | None:
         """URL of the Dask dashboard, or ``None`` when it is not served."""
+        if not self._dashboard:
+            return None
         try:
             link = self.client.dashboard_link
         except Exception:  # no dashboard service  # noqa: BLE001
