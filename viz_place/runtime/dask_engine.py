@@ -108,6 +108,12 @@ class DaskEngine:
         """URL of the Dask dashboard, or ``None`` when it is not served."""
         if not self._dashboard:
             return None
+        if self.cluster is not None:   # ours: served on 127.0.0.1 whatever address the scheduler reports
+            try:
+                port = self.client.scheduler_info()["services"]["dashboard"]
+                return f"http://127.0.0.1:{port}/status"
+            except Exception:  # noqa: BLE001
+                return None
         try:
             link = self.client.dashboard_link
         except Exception:  # no dashboard service  # noqa: BLE001

@@ -118,7 +118,8 @@ def sweep(graphs: Iterable[Any] | Mapping[str, Any], solvers: Sequence[str], *,
           accelerators: Sequence[int] | None = None, vary: str | None = None,
           device_sets: Sequence[Cluster | Mapping] | str | os.PathLike | None = None,
           seeds: Sequence[int] | None = None, time_limit: float | None = None,
-          options: Mapping[str, Any] | None = None, out: str | os.PathLike | None = None, resume: bool = False,
+          options: Mapping[str, Any] | None = None, pins: Mapping[str, str] | None = None,
+          out: str | os.PathLike | None = None, resume: bool = False,
           scheduler: str | None = None, workers: int | None = None, engine=None, processes: bool = True,
           dashboard: bool = True, progress: Callable[[SweepProgress], None] | None = None, cancel=None
           ) -> SweepTable:
@@ -134,6 +135,7 @@ def sweep(graphs: Iterable[Any] | Mapping[str, Any], solvers: Sequence[str], *,
         default: each graph's own devices.
     seeds : seeds for solvers that take one (others run once).
     time_limit, options : given to every solver that has the option.
+    pins : node -> device, kept by every solver in every cell.
     out, resume : results CSV, appended as cells finish; ``resume`` skips its finished cells
         (an existing ``out`` without ``resume`` is an error, so nothing is overwritten).
     scheduler, workers, engine, processes, dashboard : where cells run: an existing
@@ -145,7 +147,8 @@ def sweep(graphs: Iterable[Any] | Mapping[str, Any], solvers: Sequence[str], *,
     """
     graph_map = expand_graphs(graphs, load_graph_spec)
     cells = plan_cells(graph_map, list(solvers), accelerators=accelerators, vary=vary,
-                       device_sets=_clusters(device_sets), seeds=seeds, time_limit=time_limit, options=options)
+                       device_sets=_clusters(device_sets), seeds=seeds, time_limit=time_limit, options=options,
+                       pins=pins)
     store = ResultStore(out, resume=resume) if out is not None else None
     try:
         previous = latest_by_key(store.previous) if store else {}

@@ -74,12 +74,17 @@ class Cell:
     options: Mapping[str, Any] = field(default_factory=dict)
     seed: int | None = None
     accelerators: int | None = None
+    pins: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
-        """The cell's identity: hash of graph content, devices, solver, options and seed."""
-        return hashlib.sha256(_canonical({"graph": self.graph_hash, "devices": self.devices, "solver": self.solver,
-                                          "options": dict(self.options), "seed": self.seed}).encode()).hexdigest()[:24]
+        """The cell's identity: hash of graph content, devices, solver, options and seed
+        (and pins, when there are any)."""
+        ident = {"graph": self.graph_hash, "devices": self.devices, "solver": self.solver,
+                 "options": dict(self.options), "seed": self.seed}
+        if self.pins:
+            ident["pins"] = dict(self.pins)
+        return hashlib.sha256(_canonical(ident).encode()).hexdigest()[:24]
 
     @property
     def cluster(self) -> Cluster:
@@ -125,13 +130,14 @@ def solver_options(solver: str, *, time_limit: float | None = None, seed: int | 
 def plan_cells(graphs: Mapping[str, OpGraph], solvers: Sequence[str], *, accelerators: Sequence[int] | None = None,
                vary: str | None = None, device_sets: Sequence[Cluster] | None = None,
                seeds: Sequence[int] | None = None, time_limit: float | None = None,
-               options: Mapping[str, Any] | None = None) -> list[Cell]:
+               options: Mapping[str, Any] | None = None, pins: Mapping[str, str] | None = None) -> list[Cell]:
     """Every cell of the grid graphs × device sets × accelerator counts × solvers × seeds.
 
     Device sets are ``device_sets`` (default: each graph's own devices); ``accelerators``
     sets the count of the varied class (``vary``, or the one accelerator class) in each.
     Solvers without a ``seed`` option run once whatever ``seeds`` says. ``options`` go to
-    every solver that has them; an option no solver has is an error.
+    every solver that has them; an option no solver has is an error. ``pins`` (node ->
+    device) hold in every cell (every solver keeps them).
     """
     if not graphs:
         raise SolverError("sweep: at least one graph is required")
@@ -165,7 +171,8 @@ def plan_cells(graphs: Mapping[str, OpGraph], solvers: Sequence[str], *, acceler
                     has_seed = "seed" in {f.name for f in dataclasses.fields(get_solver(s).options_cls)}
                     for seed in (seed_list if has_seed else [None]):
                         opts = solver_options(s, time_limit=time_limit, seed=seed, extra=options)
-                        cells.append(Cell(gid, ghash, cluster.to_dict(), s, opts, seed if has_seed else None, acc))
+                        cells.append(Cell(gid, ghash, cluster.to_dict(), s, opts, seed if has_seed else None, acc,
+                                          dict(pins or {})))
     seen: dict[str, Cell] = {}
     for c in cells:
         seen.setdefault(c.key, c)   # the same cell twice (e.g. seeds collapsed) runs once
@@ -244,12 +251,13 @@ def run_cell(graph: OpGraph, cell: Cell, cancel: Callable[[], bool] | None = Non
     row = base_row(cell)
     try:
         cluster = cell.cluster
-        p = run_solver(cell.solver, graph, cluster, options=dict(cell.options), cancel=cancel)
+        pins = dict(cell.pins) or None
+        p = run_solver(cell.solver, graph, cluster, pins=pins, options=dict(cell.options), cancel=cancel)
         objective = p.objective or get_solver(cell.solver).objective
         objective = _OBJECTIVE_NAMES.get(objective, objective)
         if objective not in ("max_load", "latency", "max_forward_plus_max_backward"):
             objective = "max_load"
-        ev = evaluate(graph, cluster, p, overlap=bool(cell.options.get("overlap", False)))
+        ev = evaluate(graph, cluster, p, pins=pins, overlap=bool(cell.options.get("overlap", False)))
         value = float(ev.value(objective))
         bound, source = any_placement_bound(graph, cluster, objective, p)
         row.update(objective=objective, value=value, status=p.status, feasible=bool(ev.feasible),
