@@ -125,6 +125,10 @@ class DaskEngine:
         return sorted(str(w.get("name", a)) for a, w in info.items())
 
     # --- work -------------------------------------------------------------------------
+    def preload(self) -> None:
+        """Import the solvers on every worker now (else the first cell of each pays it)."""
+        self.client.run(_import_solvers)
+
     def scatter(self, obj: Any):
         """Send ``obj`` to every worker once; returns its future (pass it to tasks).
 
@@ -176,6 +180,11 @@ class DaskEngine:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _import_solvers() -> bool:
+    import viz_place.runtime.sweep_cells  # noqa: F401 - imports every registered solver
+    return True
 
 
 class RemoteCancel:
