@@ -150,3 +150,29 @@ def test_cli_bad_input_is_one_line_exit_2(args, message):
     assert r.returncode == 2, r.stderr
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and message in lines[0], r.stderr
+
+
+def test_cli_devices_grid_and_vary(tmp_path):
+    grid = [{"classes": [{"name": "gpu", "kind": "fpga", "count": 1}, {"name": "tpu", "kind": "fpga", "count": 1,
+                                                                       "speed": 2.0},
+                         {"name": "cpu", "kind": "cpu", "count": 1, "pays_communication": False}]},
+            {"maxFPGAs": 2, "maxCPUs": 1, "maxSizePerFPGA": None}]
+    path = tmp_path / "grid.json"
+    path.write_text(json.dumps(grid))
+    r = _cli("sweep", "--graphs", "chain", "--solvers", "dp", "--devices-grid", str(path), "--workers", "0", "--json")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)["rows"]
+    assert [row["devices"] for row in rows] == ["gpu\u00d71 + tpu\u00d71 + cpu\u00d71", "fpga\u00d72 + cpu\u00d71"]
+    assert [row["status"] for row in rows] == ["optimal", "optimal"]
+    # varying a count needs the class when a device set has several accelerator classes
+    r = _cli("sweep", "--graphs", "chain", "--solvers", "dp", "--devices-grid", str(path), "--accelerators", "1,2",
+             "--workers", "0")
+    assert r.returncode == 2 and "several accelerator classes (gpu, tpu)" in r.stderr
+    path.write_text(json.dumps(grid[:1]))
+    r = _cli("sweep", "--graphs", "chain", "--solvers", "dp", "--devices-grid", str(path), "--accelerators", "1,3",
+             "--vary", "tpu", "--workers", "0", "--json")
+    assert r.returncode == 0, r.stderr
+    assert [row["accelerators"] for row in json.loads(r.stdout)["rows"]] == [1, 3]
+    path.write_text("[{\"classes\": [{\"name\": \"gpu\", \"kind\": \"fpga\", \"count\": -1}]}]")
+    r = _cli("sweep", "--graphs", "chain", "--solvers", "dp", "--devices-grid", str(path), "--workers", "0")
+    assert r.returncode == 2 and "device set #0" in r.stderr and "'count'" in r.stderr
