@@ -196,6 +196,17 @@ def sweep(graphs: Iterable[Any] | Mapping[str, Any], solvers: Sequence[str], *,
             store.close()
 
 
+def expected_cost(graph: OpGraph, cell: Cell) -> int:
+    """A guess at a cell's run time, to start long cells first (Dask runs higher priorities
+    first): graph size × accelerators, ×10 for exact solvers and for time-limited ones."""
+    from ..solvers import get_solver
+    try:
+        slow = get_solver(cell.solver).exact or "time_limit" in cell.options
+    except VizPlaceError:
+        slow = False
+    return int(graph.num_nodes * max(cell.accelerators or 1, 1) * (10 if slow else 1))
+
+
 def _run_on_dask(todo: list[Cell], graph_map, record, started, is_cancelled, state, *, engine, scheduler, workers,
                  processes, dashboard) -> None:
     from .dask_engine import DaskEngine
@@ -209,7 +220,8 @@ def _run_on_dask(todo: list[Cell], graph_map, record, started, is_cancelled, sta
     try:
         scattered = {gid: engine.scatter(graph_map[gid]) for gid in dict.fromkeys(c.graph_id for c in todo)}
         for c in todo:
-            futures[engine.submit(run_cell, scattered[c.graph_id], c, flag, name="viz-place-cell")] = c
+            futures[engine.submit(run_cell, scattered[c.graph_id], c, flag, name="viz-place-cell",
+                                  priority=expected_cost(graph_map[c.graph_id], c))] = c
         for fut in engine.as_completed(list(futures), cancel=is_cancelled):
             c = futures[fut]
             if fut.status == "cancelled":
