@@ -176,3 +176,12 @@ def test_cli_devices_grid_and_vary(tmp_path):
     path.write_text("[{\"classes\": [{\"name\": \"gpu\", \"kind\": \"fpga\", \"count\": -1}]}]")
     r = _cli("sweep", "--graphs", "chain", "--solvers", "dp", "--devices-grid", str(path), "--workers", "0")
     assert r.returncode == 2 and "device set #0" in r.stderr and "'count'" in r.stderr
+
+
+def test_a_scheduler_without_workers_is_a_clear_error(chain):
+    from distributed import LocalCluster
+    from viz_place.runtime.dask_engine import EngineError
+    with LocalCluster(n_workers=0, processes=False, dashboard_address=None) as c:
+        with pytest.raises(EngineError, match="has no workers .*dask worker"):
+            from viz_place.runtime.dask_engine import DaskEngine
+            DaskEngine(c.scheduler_address, timeout=1)

@@ -93,7 +93,11 @@ class DaskEngine:
                                                 silence_logs=logging.ERROR)
                 self.client = Client(self.cluster, set_as_default=False)
                 self.address = self.cluster.scheduler_address
-            self.client.wait_for_workers(1, timeout=timeout)
+            try:
+                self.client.wait_for_workers(1, timeout=timeout)
+            except TimeoutError:
+                raise EngineError(f"the Dask scheduler at {self.address} has no workers (waited {timeout:g} s); start "
+                                  f"some with `dask worker {self.address} --nthreads 1`") from None
         except EngineError:
             self.close()
             raise
