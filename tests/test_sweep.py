@@ -13,8 +13,8 @@ import pytest
 from viz_place.errors import DeviceError, InputFormatError, SolverError
 from viz_place.model import Cluster, DeviceClass
 from viz_place.runtime.design_sweep import refine_bounds, sweep
-from viz_place.runtime.sweep_cells import Cell, graph_digest, plan_cells, run_cell
-from viz_place.runtime.sweep_store import COLUMNS, ResultStore, read_rows, repair_tail
+from viz_place.runtime.sweep_cells import plan_cells, run_cell
+from viz_place.runtime.sweep_store import COLUMNS, read_rows, repair_tail
 from viz_place.samples import make_graph
 
 

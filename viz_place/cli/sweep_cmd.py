@@ -16,7 +16,7 @@ import sys
 import time
 
 from ..errors import SolverError
-from .common import fmt, print_json, print_table
+from .common import print_json, print_table
 
 
 def add_parsers(sub) -> None:

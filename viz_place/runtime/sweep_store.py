@@ -21,7 +21,7 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import InputFormatError
 from ..io.atomic import atomic_write_text
