@@ -15,7 +15,9 @@ The ``gap`` of a row is ``value / bound - 1`` where ``bound`` is the best *prove
 bound valid for every placement known for that graph and device set (the simple bound of
 :mod:`viz_place.cost.bounds`, or a solver's own bound when it holds for any placement —
 an ``ilp-noncontig`` optimum, say — also across the other rows of the same graph and
-devices); a DP optimum bounds pipeline splits only, so it never enters the gap.
+devices); a DP optimum bounds pipeline splits only, so it never enters the gap. A
+placement with violations (memory over capacity...) gets no gap: the bounds hold over
+valid placements.
 """
 from __future__ import annotations
 
@@ -110,7 +112,8 @@ def refine_bounds(rows: Sequence[dict[str, Any]]) -> None:
         k = group(r)
         if k in best and r.get("value") is not None:
             r["bound"], r["bound_source"] = best[k]
-            r["gap"] = gap_of(r["value"], r["bound"])
+            # the bounds hold over valid placements: no gap for one with violations
+            r["gap"] = gap_of(r["value"], r["bound"]) if r.get("feasible") is not False else None
 
 
 def sweep(graphs: Iterable[Any] | Mapping[str, Any], solvers: Sequence[str], *,

@@ -261,7 +261,8 @@ def run_cell(graph: OpGraph, cell: Cell, cancel: Callable[[], bool] | None = Non
         value = float(ev.value(objective))
         bound, source = any_placement_bound(graph, cluster, objective, p)
         row.update(objective=objective, value=value, status=p.status, feasible=bool(ev.feasible),
-                   bound=bound, bound_source=source, gap=gap_of(value, bound), message=p.message,
+                   bound=bound, bound_source=source, gap=gap_of(value, bound) if ev.feasible else None,
+                   message=p.message,
                    solver_bound=getattr(p, "lower_bound", None), solver_bound_set=getattr(p, "bound_set", None))
     except VizPlaceError as err:
         row.update(status="error", message=str(err))
