@@ -185,3 +185,20 @@ def test_a_scheduler_without_workers_is_a_clear_error(chain):
         with pytest.raises(EngineError, match="has no workers .*dask worker"):
             from viz_place.runtime.dask_engine import DaskEngine
             DaskEngine(c.scheduler_address, timeout=1)
+
+
+def test_bound_and_gap_use_only_bounds_valid_for_every_placement():
+    from viz_place.cost.bounds import simple_lower_bound
+    g = make_graph("residual", 16, seed=2)
+    t = sweep({"r": g}, ["dp", "topo-fill", "ilp-noncontig"], accelerators=[2], workers=0, time_limit=30)
+    rows = {r["solver"]: r for r in t}
+    ilp, dp = rows["ilp-noncontig"], rows["dp"]
+    assert ilp["status"] == "optimal" and ilp["solver_bound_set"] == "any" and ilp["gap"] == pytest.approx(0, abs=1e-6)
+    assert dp["solver_bound_set"] == "pipeline" and dp["solver_bound"] == pytest.approx(dp["value"])
+    simple, _ = simple_lower_bound(g, Cluster.from_dict(t[0]["devices_json"]), "max_load")
+    for r in t:      # one bound for the cell group: the best of the simple bound and the proven-for-any ones
+        assert r["bound"] == pytest.approx(max(simple, ilp["solver_bound"]))
+        assert r["gap"] == pytest.approx(r["value"] / r["bound"] - 1) and r["gap"] >= -1e-9
+    # heuristics alone: the simple bound
+    t2 = sweep({"r": g}, ["topo-fill"], accelerators=[2], workers=0)
+    assert t2[0]["bound"] == pytest.approx(simple) and t2[0]["bound_source"]
