@@ -1,8 +1,9 @@
 """Design sweep on Dask: the 16 published throughput workloads × {2, 4, 8} accelerators ×
 {dp, pipedream, topo-fill} (144 cells), on an embedded LocalCluster of 1 and of 2 worker
 processes (one thread each). Prints wall time and speed-up, the summed cell time (the work)
-and the longest cell (no number of workers can beat it), and checks that both runs give
-the same values.
+and the longest cell (no number of workers can beat it), the summed CPU time of the cells
+(their work, whatever else shares the machine), the machine's load average, and checks
+that both runs give the same values.
 
     .venv/bin/python benchmarks/sweep.py                   # 1 and 2 workers
     .venv/bin/python benchmarks/sweep.py --workers 1,2,4   # (more workers than cores oversubscribe)
@@ -35,6 +36,7 @@ def workload_paths(only: str | None) -> dict[str, str]:
 def run(n_workers: int, graphs, out: Path) -> dict:
     from viz_place.runtime.dask_engine import DaskEngine
     from viz_place.runtime.design_sweep import sweep
+    load0 = os.getloadavg()[0]
     t0 = time.perf_counter()
     engine = DaskEngine(workers=n_workers, processes=True, dashboard=False)
     try:
@@ -50,6 +52,7 @@ def run(n_workers: int, graphs, out: Path) -> dict:
     secs = [r["seconds"] for r in table]
     longest = max(table, key=lambda r: r["seconds"])
     return {"workers": n_workers, "cells": len(table), "wall": wall, "startup": startup, "work": sum(secs),
+            "cpu": sum(r["cpu_seconds"] for r in table), "load": (load0 + os.getloadavg()[0]) / 2,
             "longest": longest["seconds"], "longest_cell": f"{longest['graph']} {longest['solver']} "
             f"×{longest['accelerators']}", "errors": sum(r["status"] in ("error", "failed") for r in table),
             "values": {r["key"]: r["value"] for r in table}, "by_worker": _by_worker(table)}
@@ -84,13 +87,15 @@ def main(argv=None) -> int:
                   f"{r['by_worker']}", flush=True)
     base = results[0]["wall"]
     print()
-    print("| workers | cells | wall (s) | speed-up | summed cell time (s) | longest cell (s) | "
-          "best possible wall (s) | start-up (s) |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| workers | cells | wall (s) | speed-up | summed cell wall (s) | summed cell CPU (s) | longest cell (s) "
+          "| lower bound on wall (s) | start-up (s) | load average |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         best = max(r["work"] / r["workers"], r["longest"])
         print(f"| {r['workers']} | {r['cells']} | {r['wall']:.1f} | {base / r['wall']:.2f} | {r['work']:.1f} | "
-              f"{r['longest']:.1f} | {best:.1f} | {r['startup']:.1f} |")
+              f"{r['cpu']:.1f} | {r['longest']:.1f} | {best:.1f} | {r['startup']:.1f} | {r['load']:.1f} |")
+    print("\n(lower bound on wall = max(summed cell wall / workers, longest cell); load average of the machine "
+          "(1 min) during the run: above the core count, the cells wait for CPU)")
     print(f"\nlongest cell: {results[0]['longest_cell']}; cells with errors: {results[0]['errors']}")
     same = all(r["values"] == results[0]["values"] for r in results)
     print(f"same values with every worker count: {'yes' if same else 'NO'}")

@@ -247,7 +247,7 @@ def run_cell(graph: OpGraph, cell: Cell, cancel: Callable[[], bool] | None = Non
     cell never stops a sweep.
     """
     one_thread_per_worker()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.thread_time()
     row = base_row(cell)
     try:
         cluster = cell.cluster
@@ -267,6 +267,7 @@ def run_cell(graph: OpGraph, cell: Cell, cancel: Callable[[], bool] | None = Non
     except VizPlaceError as err:
         row.update(status="error", message=str(err))
     row["seconds"] = time.perf_counter() - t0
+    row["cpu_seconds"] = time.thread_time() - c0
     row["worker"] = _worker_name()
     return row
 
@@ -276,7 +277,8 @@ def base_row(cell: Cell) -> dict[str, Any]:
     return {"key": cell.key, "graph": cell.graph_id, "devices": devices_label(cell.cluster),
             "accelerators": cell.accelerators, "solver": cell.solver, "seed": cell.seed,
             "options": dict(cell.options), "objective": None, "value": None, "status": None, "feasible": None,
-            "bound": None, "bound_source": "", "gap": None, "seconds": None, "worker": None, "message": "",
+            "bound": None, "bound_source": "", "gap": None, "seconds": None, "cpu_seconds": None, "worker": None,
+            "message": "",
             "solver_bound": None, "solver_bound_set": None, "devices_json": dict(cell.devices),
             "graph_hash": cell.graph_hash}
 

@@ -29,8 +29,8 @@ from ..io.atomic import atomic_write_text
 #: Columns of a results file, in order (the issue's ten first, then what explains them).
 COLUMNS = ("graph", "devices", "solver", "options", "value", "status", "bound", "gap", "seconds", "worker",
            "accelerators", "seed", "objective", "feasible", "bound_source", "solver_bound", "solver_bound_set",
-           "message", "key", "graph_hash", "devices_json")
-_FLOATS = ("value", "bound", "gap", "seconds", "solver_bound")
+           "cpu_seconds", "message", "key", "graph_hash", "devices_json")
+_FLOATS = ("value", "bound", "gap", "seconds", "solver_bound", "cpu_seconds")
 _INTS = ("accelerators", "seed")
 _JSON = ("options", "devices_json")
 
