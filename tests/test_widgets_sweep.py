@@ -91,3 +91,7 @@ def test_explorer_has_the_tab_and_shares_one_engine(tmp_path):
     assert ex.sweeps.run() and ex.sweeps.wait(60)
     assert [r["worker"] for r in ex.sweeps.table] == ["local", "local"]
     assert ex.sweeps.plot in ex.bokeh_widgets()
+    t = ex.tradeoffs                             # the accelerator sweep: the same engine, with its own bar
+    t.sweep_solver.value, t.sweep_k.value = "dp", 3
+    assert t.sweep() and t.wait(60)
+    assert [r["count"] for r in t.sweep_rows] == [1, 2, 3] and t.sweep_bar.value == 1.0

@@ -88,6 +88,7 @@ class TradeoffsPanel:
         self.sweep_button = W.Button(description="Sweep", icon="line-chart")
         self.sweep_cancel = W.Button(description="Cancel", icon="stop", disabled=True)
         self.sweep_status = W.HTML()
+        self.sweep_bar = W.FloatProgress(value=0.0, min=0.0, max=1.0, layout=W.Layout(width="160px"))
         self.sweep_rows: list[dict] = []
         self.task: BackgroundTask | None = None
         self.record_button.on_click(lambda _b: self.state.record())
@@ -101,7 +102,8 @@ class TradeoffsPanel:
             W.HBox([self.record_button, self.restore, self.restore_button, self.message]),
             self.table, self.plots,
             W.HTML("<b>Accelerator sweep</b> <small>(optimal max-load for 1..k devices of one class)</small>"),
-            W.HBox([self.sweep_class, self.sweep_k, self.sweep_solver, self.sweep_button, self.sweep_cancel]),
+            W.HBox([self.sweep_class, self.sweep_k, self.sweep_solver, self.sweep_button, self.sweep_cancel,
+                    self.sweep_bar]),
             self.sweep_status])
         self._on_history()
         self._on_cluster()
@@ -152,6 +154,7 @@ class TradeoffsPanel:
             self.sweep_status.value = error_html(f"pins use {cname}:{first - 1}; choose k >= {first}")
             return False
         self.sweep_rows = []
+        self.sweep_bar.value = 0.0
         set_sweep(self.view, [])
         note = f" (counts below {first} skipped: pins use {cname}:{first - 1})" if first > 1 else ""
 
@@ -160,6 +163,7 @@ class TradeoffsPanel:
             from viz_place.runtime.design_sweep import sweep
 
             def progress(ev):
+                self.sweep_bar.value = ev.fraction
                 if ev.row is not None:
                     self.sweep_rows = sorted(self.sweep_rows + [count_row(ev.row)], key=lambda r: r["count"])
                     set_sweep(self.view, self.sweep_rows)
