@@ -181,7 +181,7 @@ def test_cli_devices_grid_and_vary(tmp_path):
 def test_a_scheduler_without_workers_is_a_clear_error(chain):
     from distributed import LocalCluster
     from viz_place.runtime.dask_engine import EngineError
-    with LocalCluster(n_workers=0, processes=False, dashboard_address=None) as c:
+    with LocalCluster(n_workers=0, processes=False, dashboard_address="127.0.0.1:0") as c:
         with pytest.raises(EngineError, match="has no workers .*dask worker"):
             from viz_place.runtime.dask_engine import DaskEngine
             DaskEngine(c.scheduler_address, timeout=1)

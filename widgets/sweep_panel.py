@@ -16,6 +16,7 @@ use an existing cluster.
 """
 from __future__ import annotations
 
+import atexit
 import json
 import threading
 
@@ -56,6 +57,7 @@ class EngineHandle:
             if self._engine is None:
                 from viz_place.runtime.dask_engine import DaskEngine
                 self._engine = DaskEngine(self.scheduler, self.workers, processes=self.processes)
+                atexit.register(self.close)     # close it before the interpreter tears the event loop down
             return self._engine
 
     @property

@@ -173,6 +173,14 @@ class DaskEngine:
             except Exception:  # noqa: BLE001 - closing must not raise
                 pass
         if self.cluster is not None:
+            # in-process workers: the clients tasks opened (the cancel flag's Event) go first
+            for w in list(getattr(self.cluster, "workers", {}).values()):
+                wc = getattr(w, "_client", None)
+                if wc is not None:
+                    try:
+                        wc.close()
+                    except Exception:  # noqa: BLE001
+                        pass
             try:
                 self.cluster.close()
             except Exception:  # noqa: BLE001
