@@ -167,15 +167,18 @@ class PlacementExplorer(W.VBox):
             out.append(self._panels["tradeoffs"].plots)
         if "solver" in self._panels:
             out.append(self._panels["solver"].curve_widget)
-                           "pipeline": lambda: PipelinePanel(self.state),
-                           "tradeoffs": lambda: TradeoffsPanel(self.state, engine=self.engine),
-                           "files": lambda: FilesPanel(self.state, workdir=workdir),
-                           "sweeps": lambda: SweepPanel(self.state, self.engine)}
-        self._panels: dict[str, Any] = {}
-        self._slots = {k: W.VBox() for k in self._factories}
-        self.tabs = W.Tab(children=[self.graph_panel.controls, self._slots["devices"], self._slots["solver"],
-                                    self.metrics.widget, self._slots["pipeline"], self._slots["tradeoffs"],
-                                    self._slots["files"], self._slots["sweeps"]])
+        if "pipeline" in self._panels:
+            out += [self._panels["pipeline"].plots, self._panels["pipeline"].devices_plot]
+        if "sweeps" in self._panels:
+            out.append(self._panels["sweeps"].plot)
+        return out
+
+    def figures(self) -> dict[str, Any]:
+        """The live Bokeh figures by name (building the tabs they live in): ``graph``,
+        ``pipeline``, ``latency_schedule``, ``devices_graph``, ``load``, ``memory``."""
+        out = {"graph": self.graph_panel.view.figure}
+        out.update(self.pipeline.figures())
+        out.update(load=self.metrics.view.load_figure, memory=self.metrics.view.memory_figure)
         return out
 
     def refresh(self) -> None:
