@@ -52,6 +52,9 @@ __all__ = [*_EXPORTS, "__version__"]
 
 
 def __getattr__(name: str) -> Any:
+    if name == "sweep":   # ``viz_place.sweep(...)``: imported on first use (it pulls in the solvers and Dask)
+        from .runtime.design_sweep import sweep
+        return sweep
     if name in _EXPORTS:
         value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
         globals()[name] = value

@@ -26,10 +26,11 @@ from .metrics_panel import MetricsPanel
 from .pipeline_panel import PipelinePanel
 from .solver_panel import SolverPanel
 from .state import ExplorerState
+from .sweep_panel import EngineHandle, SweepPanel
 from .tradeoffs_panel import TradeoffsPanel
 
-TABS = ("Node & pins", "Devices", "Solver", "Metrics", "Pipeline", "Trade-offs", "Load & export")
-_TAB_KEYS = {1: "devices", 2: "solver", 4: "pipeline", 5: "tradeoffs", 6: "files"}
+TABS = ("Node & pins", "Devices", "Solver", "Metrics", "Pipeline", "Trade-offs", "Load & export", "Design sweep")
+_TAB_KEYS = {1: "devices", 2: "solver", 4: "pipeline", 5: "tradeoffs", 6: "files", 7: "sweeps"}
 
 
 def resolve_graph(graph_or_path: Any, example_inputs: Any = None, *, overrides: Mapping[str, Any] | None = None,
@@ -79,6 +80,8 @@ class PlacementExplorer(W.VBox):
         :func:`viz_place.start.starting_placement` — the ``topo-fill`` baseline —, no pins).
     load_bokehjs : load BokehJS into the page (inline, no CDN); default: when in a kernel.
     workdir : where exports and sessions are written by default.
+    engine : the Dask engine of the sweeps (an ``EngineHandle``; default: worker threads in
+        this kernel, started on the first sweep).
 
     Attributes: ``state`` (the model), ``graph_panel``, ``devices``, ``solver``,
     ``metrics``, ``tradeoffs``, ``files`` (the panels).
@@ -88,7 +91,8 @@ class PlacementExplorer(W.VBox):
                  overrides: Mapping[str, Any] | None = None, import_options: Mapping[str, Any] | None = None,
                  cluster: Cluster | None = None,
                  placement: Placement | None = None, pins: Mapping[str, str] | None = None,
-                 load_bokehjs: bool | None = None, workdir: str | os.PathLike = ".") -> None:
+                 load_bokehjs: bool | None = None, workdir: str | os.PathLike = ".",
+                 engine: EngineHandle | None = None) -> None:
         if load_bokehjs is None:
             load_bokehjs = in_kernel()
         if load_bokehjs:
@@ -99,15 +103,18 @@ class PlacementExplorer(W.VBox):
         self.metrics = MetricsPanel(self.state)
         # The other panels are built when their tab is first opened (or the attribute first
         # used): fewer widgets to create up front makes the explorer open faster.
+        # One Dask client (started on the first sweep) for the accelerator and design sweeps.
+        self.engine = engine if engine is not None else EngineHandle()
         self._factories = {"devices": lambda: DevicesEditor(self.state), "solver": lambda: SolverPanel(self.state),
                            "pipeline": lambda: PipelinePanel(self.state),
-                           "tradeoffs": lambda: TradeoffsPanel(self.state),
-                           "files": lambda: FilesPanel(self.state, workdir=workdir)}
+                           "tradeoffs": lambda: TradeoffsPanel(self.state, engine=self.engine),
+                           "files": lambda: FilesPanel(self.state, workdir=workdir),
+                           "sweeps": lambda: SweepPanel(self.state, self.engine)}
         self._panels: dict[str, Any] = {}
         self._slots = {k: W.VBox() for k in self._factories}
         self.tabs = W.Tab(children=[self.graph_panel.controls, self._slots["devices"], self._slots["solver"],
                                     self.metrics.widget, self._slots["pipeline"], self._slots["tradeoffs"],
-                                    self._slots["files"]])
+                                    self._slots["files"], self._slots["sweeps"]])
         self.tabs.titles = TABS
         self.tabs.observe(self._on_tab, "selected_index")
         self.title = W.HTML()
@@ -150,6 +157,10 @@ class PlacementExplorer(W.VBox):
     def files(self) -> FilesPanel:
         return self._panel("files")
 
+    @property
+    def sweeps(self) -> SweepPanel:
+        return self._panel("sweeps")
+
     def bokeh_widgets(self) -> list:
         """The embedded Bokeh figures built so far (graph, metrics, trade-offs, training curve)."""
         out = [self.graph_panel.widget, self.metrics.bars_widget]
@@ -159,6 +170,8 @@ class PlacementExplorer(W.VBox):
             out.append(self._panels["solver"].curve_widget)
         if "pipeline" in self._panels:
             out += [self._panels["pipeline"].plots, self._panels["pipeline"].devices_plot]
+        if "sweeps" in self._panels:
+            out.append(self._panels["sweeps"].plot)
         return out
 
     def figures(self) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """Trade-offs: the history of runs, throughput vs latency with the Pareto front, and
 the accelerator sweep (optimal max-load for 1..k accelerators — diminishing returns).
 
-The sweep uses the best available exact solver (``dp`` when registered) and
-scores every result with :func:`viz_place.cost.evaluate`.
+The sweep uses the best available exact solver (``dp`` when registered), runs on the
+explorer's Dask engine (:class:`~viz_place.widgets.sweep_panel.EngineHandle`; one cell per
+count) and scores every result with :func:`viz_place.cost.evaluate`.
 
 >>> from viz_place.samples import make_graph
 >>> from viz_place.widgets.state import ExplorerState
@@ -17,11 +18,9 @@ import math
 import ipywidgets as W
 from bokeh.layouts import row
 
-from viz_place.cost import evaluate
 from viz_place.errors import VizPlaceError
-from viz_place.model import validate_pins
 from viz_place.render import set_sweep, set_tradeoffs, tradeoff_view
-from viz_place.solvers import list_solvers, run_solver
+from viz_place.solvers import list_solvers
 
 from .common import bokeh_widget, error_html, escape_text, fmt, ok_html
 from .tasks import BackgroundTask
@@ -63,9 +62,19 @@ def history_html(history) -> str:
     return f"<table class='vp-history'><tr>{th}</tr>{body}</table>" if history else "<i>no runs yet</i>"
 
 
+def count_row(row) -> dict:
+    """A sweep row as the accelerator-sweep plot wants it: count, value, status."""
+    if row["status"] in ("error", "failed"):
+        return {"count": row["accelerators"], "max_load": math.nan, "status": f"error: {row['message']}"}
+    return {"count": row["accelerators"], "max_load": row["value"],
+            "status": row["status"] if row["feasible"] else "violations"}
+
+
 class TradeoffsPanel:
-    def __init__(self, state) -> None:
+    def __init__(self, state, engine=None) -> None:
+        from .sweep_panel import EngineHandle
         self.state = state
+        self.engine = engine if engine is not None else EngineHandle(workers=0)
         self.view = tradeoff_view()
         self.plots = bokeh_widget(row(self.view.scatter_figure, self.view.sweep_figure))
         self.table = W.HTML()
@@ -79,6 +88,7 @@ class TradeoffsPanel:
         self.sweep_button = W.Button(description="Sweep", icon="line-chart")
         self.sweep_cancel = W.Button(description="Cancel", icon="stop", disabled=True)
         self.sweep_status = W.HTML()
+        self.sweep_bar = W.FloatProgress(value=0.0, min=0.0, max=1.0, layout=W.Layout(width="160px"))
         self.sweep_rows: list[dict] = []
         self.task: BackgroundTask | None = None
         self.record_button.on_click(lambda _b: self.state.record())
@@ -92,7 +102,8 @@ class TradeoffsPanel:
             W.HBox([self.record_button, self.restore, self.restore_button, self.message]),
             self.table, self.plots,
             W.HTML("<b>Accelerator sweep</b> <small>(optimal max-load for 1..k devices of one class)</small>"),
-            W.HBox([self.sweep_class, self.sweep_k, self.sweep_solver, self.sweep_button, self.sweep_cancel]),
+            W.HBox([self.sweep_class, self.sweep_k, self.sweep_solver, self.sweep_button, self.sweep_cancel,
+                    self.sweep_bar]),
             self.sweep_status])
         self._on_history()
         self._on_cluster()
@@ -143,25 +154,27 @@ class TradeoffsPanel:
             self.sweep_status.value = error_html(f"pins use {cname}:{first - 1}; choose k >= {first}")
             return False
         self.sweep_rows = []
+        self.sweep_bar.value = 0.0
         set_sweep(self.view, [])
         note = f" (counts below {first} skipped: pins use {cname}:{first - 1})" if first > 1 else ""
 
         def work(cancel):
-            for count in range(first, k + 1):
-                if cancel.is_set():
-                    break
-                self.sweep_status.value = f"solving with {count} \u00d7 {escape_text(cname)}\u2026"
-                row_ = {"count": count, "max_load": math.nan, "status": ""}
-                try:
-                    c = cluster.with_class_count(cname, count)
-                    validate_pins(graph, c, pins)
-                    p = run_solver(name, graph, c, pins=pins, cancel=cancel)
-                    ev = evaluate(graph, c, p, pins=pins)
-                    row_.update(max_load=ev.max_load, status=p.status if ev.feasible else "violations")
-                except VizPlaceError as err:
-                    row_.update(status=f"error: {err}")
-                self.sweep_rows.append(row_)
-                set_sweep(self.view, self.sweep_rows)
+            # through the Dask engine the design sweep and the CLI use (sorted by count)
+            from viz_place.runtime.design_sweep import sweep
+
+            def progress(ev):
+                self.sweep_bar.value = ev.fraction
+                if ev.row is not None:
+                    self.sweep_rows = sorted(self.sweep_rows + [count_row(ev.row)], key=lambda r: r["count"])
+                    set_sweep(self.view, self.sweep_rows)
+                self.sweep_status.value = f"{ev.done}/{ev.total} counts of {escape_text(cname)} solved\u2026"
+
+            self.sweep_status.value = "solving\u2026"
+            table = sweep({graph.name: graph}, [name], accelerators=list(range(first, k + 1)), vary=cname,
+                          device_sets=[cluster], pins=pins or None, engine=self.engine.get(),
+                          workers=0 if self.engine.in_kernel else None, progress=progress, cancel=cancel)
+            self.sweep_rows = sorted((count_row(r) for r in table), key=lambda r: r["count"])
+            set_sweep(self.view, self.sweep_rows)
             return self.sweep_rows
 
         def done(rows):
