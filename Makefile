@@ -42,6 +42,7 @@ docs: $(STAMP)
 samples: $(STAMP)
 	$(BIN)/python scripts/make_samples.py
 	$(BIN)/python scripts/import_light_models.py
+	$(BIN)/python scripts/make_module_samples.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -23,16 +23,31 @@ from .devices_panel import DevicesEditor
 from .files_panel import FilesPanel
 from .graph_panel import GraphPanel
 from .metrics_panel import MetricsPanel
+from .pipeline_panel import PipelinePanel
 from .solver_panel import SolverPanel
 from .state import ExplorerState
 from .tradeoffs_panel import TradeoffsPanel
 
-TABS = ("Node & pins", "Devices", "Solver", "Metrics", "Trade-offs", "Load & export")
-_TAB_KEYS = {1: "devices", 2: "solver", 4: "tradeoffs", 5: "files"}
+TABS = ("Node & pins", "Devices", "Solver", "Metrics", "Pipeline", "Trade-offs", "Load & export")
+_TAB_KEYS = {1: "devices", 2: "solver", 4: "pipeline", 5: "tradeoffs", 6: "files"}
 
 
-def resolve_graph(graph_or_path: Any) -> OpGraph:
-    """An :class:`OpGraph`, a file path (paper JSON, node-link JSON, ONNX) or a sample name."""
+def resolve_graph(graph_or_path: Any, example_inputs: Any = None, *, overrides: Mapping[str, Any] | None = None,
+                  import_options: Mapping[str, Any] | None = None) -> OpGraph:
+    """An :class:`OpGraph`, a file path (paper JSON, node-link JSON, ONNX), a sample name,
+    a model SPEC (``"hf:gpt2"``, with config ``overrides``) or a ``torch.nn.Module`` with
+    ``example_inputs``; ``import_options`` go to :func:`viz_place.io.torch_import.import_torch`
+    (``batch``, ``seq_len``, ``granularity``, ``depth``, ``profile``...)."""
+    is_module = hasattr(graph_or_path, "named_modules") and callable(graph_or_path)
+    is_spec = isinstance(graph_or_path, str) and graph_or_path.startswith("hf:")
+    if is_module or is_spec:
+        from viz_place.io.torch_import import import_torch
+        if is_module and example_inputs is None:
+            raise InputFormatError("a torch.nn.Module needs example_inputs: PlacementExplorer(module, (x,))")
+        return import_torch(graph_or_path, example_inputs, overrides=overrides, **dict(import_options or {}))
+    if example_inputs is not None or overrides or import_options:
+        raise InputFormatError("example_inputs, overrides and import_options apply to a torch.nn.Module or an "
+                               f"hf: model SPEC, not to {graph_or_path!r}")
     if isinstance(graph_or_path, OpGraph):
         return graph_or_path
     if graph_or_path is None:
@@ -51,10 +66,17 @@ class PlacementExplorer(W.VBox):
 
     Parameters
     ----------
-    graph_or_path : an ``OpGraph``, a path to a graph file, or a sample name
-        (default: the ``residual`` sample).
+    graph_or_path : an ``OpGraph``, a path to a graph file, a sample name
+        (default: the ``residual`` sample), a model SPEC such as ``"hf:gpt2"``,
+        or a ``torch.nn.Module`` (then pass ``example_inputs``).
+    example_inputs : a tuple of tensors the module runs on (for a module only).
+    overrides : config fields of an ``hf:`` SPEC (``{"n_layer": 4}``).
+    import_options : ``batch``, ``seq_len``, ``image_size``, ``seed``, ``granularity``,
+        ``depth``, ``training``, ``profile``, ``calibration`` (see
+        :func:`viz_place.io.torch_import.import_torch`).
     cluster, placement, pins : optional starting devices, placement and pins
-        (default: the file's devices, every node on a host device, no pins).
+        (default: the file's devices, the quick starting placement of
+        :func:`viz_place.start.starting_placement` — the ``topo-fill`` baseline —, no pins).
     load_bokehjs : load BokehJS into the page (inline, no CDN); default: when in a kernel.
     workdir : where exports and sessions are written by default.
 
@@ -62,25 +84,30 @@ class PlacementExplorer(W.VBox):
     ``metrics``, ``tradeoffs``, ``files`` (the panels).
     """
 
-    def __init__(self, graph_or_path: Any = None, *, cluster: Cluster | None = None,
+    def __init__(self, graph_or_path: Any = None, example_inputs: Any = None, *,
+                 overrides: Mapping[str, Any] | None = None, import_options: Mapping[str, Any] | None = None,
+                 cluster: Cluster | None = None,
                  placement: Placement | None = None, pins: Mapping[str, str] | None = None,
                  load_bokehjs: bool | None = None, workdir: str | os.PathLike = ".") -> None:
         if load_bokehjs is None:
             load_bokehjs = in_kernel()
         if load_bokehjs:
             _load_bokehjs()
-        self.state = ExplorerState(resolve_graph(graph_or_path), cluster, placement, pins)
+        graph = resolve_graph(graph_or_path, example_inputs, overrides=overrides, import_options=import_options)
+        self.state = ExplorerState(graph, cluster, placement, pins)
         self.graph_panel = GraphPanel(self.state)
         self.metrics = MetricsPanel(self.state)
         # The other panels are built when their tab is first opened (or the attribute first
         # used): fewer widgets to create up front makes the explorer open faster.
         self._factories = {"devices": lambda: DevicesEditor(self.state), "solver": lambda: SolverPanel(self.state),
+                           "pipeline": lambda: PipelinePanel(self.state),
                            "tradeoffs": lambda: TradeoffsPanel(self.state),
                            "files": lambda: FilesPanel(self.state, workdir=workdir)}
         self._panels: dict[str, Any] = {}
         self._slots = {k: W.VBox() for k in self._factories}
         self.tabs = W.Tab(children=[self.graph_panel.controls, self._slots["devices"], self._slots["solver"],
-                                    self.metrics.widget, self._slots["tradeoffs"], self._slots["files"]])
+                                    self.metrics.widget, self._slots["pipeline"], self._slots["tradeoffs"],
+                                    self._slots["files"]])
         self.tabs.titles = TABS
         self.tabs.observe(self._on_tab, "selected_index")
         self.title = W.HTML()
@@ -112,6 +139,10 @@ class PlacementExplorer(W.VBox):
         return self._panel("solver")
 
     @property
+    def pipeline(self) -> PipelinePanel:
+        return self._panel("pipeline")
+
+    @property
     def tradeoffs(self) -> TradeoffsPanel:
         return self._panel("tradeoffs")
 
@@ -126,6 +157,16 @@ class PlacementExplorer(W.VBox):
             out.append(self._panels["tradeoffs"].plots)
         if "solver" in self._panels:
             out.append(self._panels["solver"].curve_widget)
+        if "pipeline" in self._panels:
+            out += [self._panels["pipeline"].plots, self._panels["pipeline"].devices_plot]
+        return out
+
+    def figures(self) -> dict[str, Any]:
+        """The live Bokeh figures by name (building the tabs they live in): ``graph``,
+        ``pipeline``, ``latency_schedule``, ``devices_graph``, ``load``, ``memory``."""
+        out = {"graph": self.graph_panel.view.figure}
+        out.update(self.pipeline.figures())
+        out.update(load=self.metrics.view.load_figure, memory=self.metrics.view.memory_figure)
         return out
 
     def refresh(self) -> None:

@@ -1,4 +1,18 @@
-"""``viz-place info`` and ``viz-place evaluate``."""
+"""``viz-place info`` and ``viz-place evaluate``.
+
+>>> import os, tempfile
+>>> from viz_place.cli.main import main
+>>> out = os.path.join(tempfile.mkdtemp(), "p.json")
+>>> main(["solve", "chain", "--solver", "topo-fill", "--out", out])         # doctest: +ELLIPSIS
+topo-fill: max_load value 8.6565 (heuristic) in ... s
+max-load 8.6565, throughput 0.11552, latency 30.3599, bottleneck fpga:3
+wrote .../p.json
+0
+>>> main(["evaluate", "chain", out, "--json"])                               # doctest: +ELLIPSIS
+{
+ "max_load": ...
+0
+"""
 from __future__ import annotations
 
 from ..cost import evaluate
@@ -18,13 +32,13 @@ def add_parsers(sub) -> None:
 
 
 def run_info(args) -> int:
-    g = load_graph_arg(args.graph)
+    g = load_graph_arg(args.graph, args)
     cluster = g.default_cluster if not args.devices else cluster_for(g, args.devices)
     fwd = sum(1 for n in g.nodes() if not n.backward)
     out = {"name": g.name, "nodes": g.num_nodes, "edges": g.num_edges, "forward_nodes": fwd,
            "backward_nodes": g.num_nodes - fwd, "devices": cluster.summary() if cluster else [],
            "flops": g.total_flops, "kinds": list(g.kinds), "colocation_groups": len(g.colocation_groups),
-           "notes": g.notes}
+           "source": g.source, "notes": g.notes}
     if args.json:
         print_json(out)
         return 0
@@ -33,7 +47,8 @@ def run_info(args) -> int:
     print(f"latency kinds: {', '.join(g.kinds) or '-'}; FLOPs: {fmt(g.total_flops)}")
     if cluster:
         print_table(["class", "kind", "count", "memory", "speed", "pays comm", "link"],
-                    [[c.name, c.kind, c.count, c.memory, c.speed, c.pays_communication, c.link_factor]
+                    [[c.name, c.kind, c.count, "unlimited" if c.memory is None else c.memory, c.speed, c.pays_communication,
+                      c.link_factor]
                      for c in cluster.classes])
     for note in g.notes[:5]:
         print(f"note: {note}")
@@ -44,7 +59,7 @@ def run_info(args) -> int:
 
 def run_evaluate(args) -> int:
     from .common import pins_for
-    g = load_graph_arg(args.graph)
+    g = load_graph_arg(args.graph, args)
     cluster = cluster_for(g, args.devices)
     placement, file_pins = load_placement(args.placement, g, cluster)
     pins = pins_for(g, cluster, args.pins) if args.pins else file_pins
