@@ -7,6 +7,9 @@
   class (symmetry breaking) and :func:`canonical` to relabel a placement so that
   it satisfies the symmetry-breaking constraints;
 * :func:`nonconvex_devices` — devices whose node set is not convex;
+* :func:`pipeline_order`, :func:`device_cycle`, :func:`add_pipeline_constraints` —
+  pipeline splits (the DP's set): devices in an order where every ordering edge
+  stays on a device or goes forward;
 * :func:`memory_diagnosis` — a reason why no placement fits the memory;
 * :func:`finish` — the honest :class:`~viz_place.model.Placement` from a MILP
   result, a warm start and the evaluator.
@@ -125,6 +128,136 @@ def nonconvex_devices(prob: CompiledProblem, dev: Sequence[int], nodes: Sequence
     return {d for d in range(prob.num_devices) if bad >> d & 1}
 
 
+#: What "optimal" is proven for, per model (every status message names it).
+SET_PIPELINE = "pipeline splits"
+SET_CONVEX = "per-device convex sets"
+SET_ANY = "all placements"
+
+
+def scope_text(set_name: str) -> str:
+    """``"among pipeline splits"``, ``"among per-device convex sets"``, ``"over all placements"``."""
+    return ("over " if set_name == SET_ANY else "among ") + set_name
+
+
+def pipeline_order(prob: CompiledProblem):
+    """The DP's order on the graph: ``(supernode of each node, supernode DAG edges)``.
+
+    Supernodes are colocation groups (a colour class with its backward twins)
+    with the cycles that contracting them creates fused; the edges run between
+    forward nodes, plus the paper's mirrored ordering edges for backward classes
+    without a forward node (:func:`viz_place.solvers.preprocess.contract`, no
+    coarsening). A placement is a *pipeline split* when its devices can be put in
+    an order in which every one of these edges stays on a device or goes forward
+    (equivalently: the device sets are ``I1``, ``I2 - I1``, ... for a chain of ideals).
+    """
+    from .preprocess import contract
+    ct = contract(prob.graph, prob.cluster, zero_cost_leaves="off")
+    return ct.node_super, ct.edges
+
+
+def _device_digraph(prob: CompiledProblem, dev: Sequence[int], order):
+    import networkx as nx
+    node_super, edges = order if order is not None else pipeline_order(prob)
+    on: dict[int, set[int]] = {}
+    for v, s in enumerate(node_super.tolist()):
+        on.setdefault(int(s), set()).add(int(dev[v]))
+    dg = nx.DiGraph()
+    dg.add_nodes_from(range(prob.num_devices))
+    for ds in on.values():          # one supernode on several devices: they must feed each other
+        for a in ds:
+            dg.add_edges_from((a, b) for b in ds if b != a)
+    for s, t in edges:
+        dg.add_edges_from((a, b) for a in on[s] for b in on[t] if a != b)
+    return dg
+
+
+def device_cycle(prob: CompiledProblem, dev: Sequence[int], order=None) -> list[int] | None:
+    """Devices that feed each other in a cycle (so ``dev`` is no pipeline split), or ``None``.
+
+    >>> from viz_place.model import OpGraph, Cluster
+    >>> from viz_place.cost import compile_problem
+    >>> g = OpGraph.from_records([{"id": i, "latency": {"cpu": 1.0}} for i in "abc"], [("a", "b"), ("b", "c")])
+    >>> prob = compile_problem(g, Cluster.paper(0, 2, None))
+    >>> device_cycle(prob, [0, 1, 1]) is None, device_cycle(prob, [0, 1, 0])
+    (True, [0, 1])
+    """
+    import networkx as nx
+    dg = _device_digraph(prob, dev, order)
+    try:
+        cycle = nx.find_cycle(dg)
+    except nx.NetworkXNoCycle:
+        return None
+    return [int(u) for u, _ in cycle]
+
+
+def device_sequence(prob: CompiledProblem, dev: Sequence[int], order=None) -> list[int]:
+    """The devices of a pipeline split in pipeline order (unused ones last).
+
+    Raises ``ValueError`` when ``dev`` is no pipeline split."""
+    import networkx as nx
+    dg = _device_digraph(prob, dev, order)
+    if not nx.is_directed_acyclic_graph(dg):
+        raise ValueError("not a pipeline split")
+    used = set(int(d) for d in dev)
+    seq = list(nx.lexicographical_topological_sort(dg))
+    return [d for d in seq if d in used] + [d for d in seq if d not in used]
+
+
+def add_pipeline_constraints(lp, prob: CompiledProblem, x: dict, order) -> dict:
+    """Make the model's placements pipeline splits; returns the order variables ``y[(a, b)]`` (a < b).
+
+    ``y[a, b] = 1`` means device ``a`` comes before ``b`` (a linear order:
+    ``0 <= y_ab + y_bc - y_ac <= 1`` for every triple); the groups of one
+    supernode share a device; for every ordering edge ``s -> t`` and devices
+    ``d != e``: ``x[s, d] + x[t, e] <= 1 + before(d, e)``. Identical devices keep
+    the first-group symmetry breaking of :func:`add_symmetry_breaking`:
+    relabelling identical devices maps pipeline splits to pipeline splits, so
+    no optimum is lost.
+    """
+    import pulp
+    node_super, edges = order
+    group = prob.group
+    rep: dict[int, int] = {}
+    tied: set[tuple[int, int]] = set()
+    devices = sorted({d for (_, d) in x})
+    for v in range(prob.n):
+        s, g = int(node_super[v]), int(group[v])
+        r = rep.setdefault(s, g)
+        if r != g and (r, g) not in tied:
+            tied.add((r, g))
+            for d in devices:
+                a, b = x.get((r, d)), x.get((g, d))
+                if a is not None or b is not None:
+                    lp += (a if a is not None else 0) - (b if b is not None else 0) == 0, f"tie_{r}_{g}_{d}"
+    y = {(a, b): lp.add_variable(f"ord_{a}_{b}", cat="Binary") for i, a in enumerate(devices) for b in devices[i + 1:]}
+
+    def before(a, b):
+        return y[a, b] if a < b else 1 - y[b, a]
+    for i, a in enumerate(devices):
+        for j in range(i + 1, len(devices)):
+            b = devices[j]
+            for c in devices[j + 1:]:
+                lp += y[a, b] + y[b, c] - y[a, c] <= 1, f"ordT_{a}_{b}_{c}"
+                lp += y[a, b] + y[b, c] - y[a, c] >= 0, f"ordt_{a}_{b}_{c}"
+    for s, t in edges:
+        gs, gt = rep[int(s)], rep[int(t)]
+        for d in devices:
+            xs = x.get((gs, d))
+            if xs is None:
+                continue
+            for e in devices:
+                xt = x.get((gt, e))
+                if e != d and xt is not None:
+                    lp += xs + xt - before(d, e) <= 1, f"ord_{gs}_{gt}_{d}_{e}"
+    return y
+
+
+def pipeline_start_values(prob: CompiledProblem, dev: Sequence[int], y: dict, order) -> dict[str, float]:
+    """Values of the order variables for a pipeline split ``dev`` (for a warm start)."""
+    pos = {d: k for k, d in enumerate(device_sequence(prob, dev, order))}
+    return {var.name: float(pos[a] < pos[b]) for (a, b), var in y.items()}
+
+
 def memory_diagnosis(prob: CompiledProblem, allowed: list[list[int]]) -> str:
     """A sentence on memory pressure (for infeasibility messages)."""
     need = 0.0
@@ -149,12 +282,14 @@ def value_of(prob: CompiledProblem, dev: np.ndarray, objective: str, pins: dict[
 def finish(prob: CompiledProblem, *, solver: str, objective: str, options: dict, pins: dict[str, str],
            res: MilpResult | None, ilp_dev: np.ndarray | None, warm: tuple[np.ndarray, str] | None,
            wall: float, extra_ok: Callable[[np.ndarray], str | None] | None = None,
-           model_note: str = "", overlap: bool = False) -> Placement:
+           model_note: str = "", overlap: bool = False, scope: str | None = None) -> Placement:
     """Choose the placement to return and its honest status.
 
     ``ilp_dev``: the MILP's placement (or ``None``); ``warm``: (placement, source)
     of the warm start (or ``None``); ``extra_ok(dev)`` returns a reason when a
     placement breaks a model constraint the evaluator does not check (contiguity).
+    ``scope``: the set the model optimises over (e.g. ``"among pipeline splits"``);
+    the message starts with what the status means for it.
     """
     cands: list[tuple[float, np.ndarray, str]] = []
     notes: list[str] = []
@@ -190,6 +325,9 @@ def finish(prob: CompiledProblem, *, solver: str, objective: str, options: dict,
         status = "optimal"
     else:
         status = "feasible"
+    if scope:
+        msg.append({"optimal": f"optimal {scope}", "cancelled": f"cancelled: best so far {scope}"}.get(
+            status, f"not proven optimal {scope}"))
     if res is not None:
         msg.append(f"{res.backend} {res.stopped_by or 'finished'} after {res.seconds:.2f} s")
     if status != "optimal":
@@ -258,7 +396,8 @@ def best_warm_start(prob: CompiledProblem, pins: dict[str, str], objective: str,
     return None if best is None else (best[1], best[2])
 
 
-def better_elsewhere_note(placement: Placement, rejected: list, hint: str) -> Placement:
+def better_elsewhere_note(placement: Placement, rejected: list, hint: str,
+                          what: str = "more pieces per device") -> Placement:
     """Add to the message when a baseline outside the model's restriction found a better placement."""
     if not rejected or placement.claimed_value is None:
         return placement
@@ -266,7 +405,7 @@ def better_elsewhere_note(placement: Placement, rejected: list, hint: str) -> Pl
     if value >= placement.claimed_value * (1 - 1e-9):
         return placement
     from dataclasses import replace
-    note = f"{name} found a placement outside this model (more pieces per device) with value {value:.6g}; {hint}"
+    note = f"{name} found a placement outside this model ({what}) with value {value:.6g}; {hint}"
     return replace(placement, message="; ".join(filter(None, [placement.message, note])))
 
 

@@ -264,9 +264,10 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
         if incumbent is None:
             raise SolverError("dp: cancelled before any placement was found") from None
         if timed_out[0]:
-            return finish(incumbent, "feasible", f"time limit of {opts.time_limit:g} s reached before the exact "
-                                                 "pass finished; returning the best placement found so far")
-        return finish(incumbent, "cancelled", "cancelled; returning the best placement found so far")
+            return finish(incumbent, "feasible", f"not proven optimal among pipeline splits: time limit of "
+                                                 f"{opts.time_limit:g} s reached before the exact pass finished; "
+                                                 "returning the best placement found so far")
+        return finish(incumbent, "cancelled", "cancelled: best so far among pipeline splits")
     if not math.isfinite(result.value):
         raise InfeasibleError(
             f"dp: no contiguous placement fits: with {', '.join(f'{cl.count} x {cl.instances[0] if cl.pin_device else cl.name}' for cl in classes)} "
@@ -275,7 +276,8 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
     coarsened = [text for flag, text in (
         (opts.contract_layers, "layers kept together"), (opts.linearize, "split along one topological order"),
         (ct.unsafe_merges, f"{ct.unsafe_merges} zero-cost leaves with memory merged into their neighbour")) if flag]
-    message = f"optimal among placements of the coarsened graph ({'; '.join(coarsened)})" if coarsened else ""
+    message = (f"optimal among pipeline splits of the coarsened graph ({'; '.join(coarsened)})" if coarsened
+               else "optimal among pipeline splits")
     placement = finish(assignment, "feasible" if coarsened else "optimal", message)
     if not math.isclose(placement.claimed_value, result.value, rel_tol=1e-6, abs_tol=1e-9):
         raise SolverError(f"dp: internal error, DP value {result.value!r} but the evaluator says "

@@ -280,8 +280,8 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
 
     p = finish(prob, solver="latency-ilp", objective="latency", options=asdict(opts), pins=pins, res=res,
                ilp_dev=ilp_dev, warm=warm, wall=watch.elapsed, extra_ok=check,
-               model_note="optimal means: over placements where each accelerator runs one contiguous piece"
-               if q == 1 else f"model: at most {q} contiguous pieces per accelerator, run in sequence")
+               scope="among placements where each accelerator runs one contiguous piece" if q == 1 else
+               f"among placements where each accelerator runs at most {q} contiguous pieces in sequence")
     p = better_elsewhere_note(p, rejected, "try a larger max_pieces_per_accelerator")
     if q > 1 and res.has_solution and res.objective is not None and \
             not math.isclose(res.objective, p.claimed_value, rel_tol=1e-6, abs_tol=1e-6):

@@ -14,9 +14,17 @@ Placement of DNN Graph Operators*), generalised to device classes and pins:
 * load of ``d`` = compute + communication (forward and backward parts kept
   apart for the training objective ``max_forward_plus_max_backward``);
   memory per device; ``T >= load(d)`` and minimise ``T``;
-* ``contiguous=True``: the authors' convexity constraints on every device
-  (CPUs included) over forward nodes and all edges between them
-  (``z[v, d] >= x(v, d)``, ``z[v, d] <= z[u, d]``, ``z[v, d] <= x(v, d) - x(u, d) + 1``);
+* ``contiguous=True`` (solver ``ilp``): **pipeline splits**, the DP's set —
+  the devices are put in an order (binary ``y[a, b]``: ``a`` before ``b``,
+  transitive) and every ordering edge (between forward nodes, colour classes
+  contracted, :func:`~viz_place.solvers._ilp_common.pipeline_order`) stays on a
+  device or goes forward: ``x[s, d] + x[t, e] <= 1 + before(d, e)``. So no two
+  devices feed each other, and ``ilp`` and ``dp`` have the same optimum;
+* ``contiguous=True, device_cycles=True``: the authors' IP instead — each
+  device's forward set is convex (CPUs included) over forward nodes and all
+  edges between them (``z[v, d] >= x(v, d)``, ``z[v, d] <= z[u, d]``,
+  ``z[v, d] <= x(v, d) - x(u, d) + 1``), which lets two devices feed each
+  other in a cycle (a larger set: its optimum can be lower);
 * symmetry breaking among identical, unpinned devices of one class: device
   ``k`` may take a group only if device ``k - 1`` already holds an earlier one.
 
@@ -39,8 +47,10 @@ import pulp
 
 from ..cost import evaluate_indices
 from ..model import Cluster, OpGraph, Placement
-from ._ilp_common import (add_symmetry_breaking, allowed_devices, best_warm_start, better_elsewhere_note, canonical, finish,
-                          interchangeable_sets, memory_diagnosis, nonconvex_devices)
+from ._ilp_common import (SET_ANY, SET_CONVEX, SET_PIPELINE, add_pipeline_constraints, add_symmetry_breaking,
+                          allowed_devices, best_warm_start, better_elsewhere_note, canonical, device_cycle, finish,
+                          interchangeable_sets, memory_diagnosis, nonconvex_devices, pipeline_order,
+                          pipeline_start_values, scope_text)
 from .base import Hooks, Stopwatch, make_options, prepare
 from .milp import MilpOptions, solve_milp
 from .registry import SolverInfo, register
@@ -59,7 +69,11 @@ class IlpOptions(MilpOptions):
     True
     """
 
-    contiguous: bool = field(default=True, metadata={"help": "each device's forward node set must be convex"})
+    contiguous: bool = field(default=True, metadata={
+        "help": "contiguous splits: pipeline splits (the DP's set), or per-device convex sets with device_cycles"})
+    device_cycles: bool = field(default=False, metadata={
+        "help": "with contiguous: only require each device's forward set to be convex (the authors' IP), which "
+                "lets two devices feed each other in a cycle; default: pipeline splits, as the DP"})
     objective: str = field(default="max_load", metadata={
         "help": "max_load, or max_forward_plus_max_backward (training: max forward load + max backward load)",
         "choices": OBJECTIVES})
@@ -72,15 +86,29 @@ class IlpOptions(MilpOptions):
 class IlpNoncontigOptions(IlpOptions):
     """Options of ``ilp-noncontig``: as :class:`IlpOptions`, ``contiguous`` off."""
 
-    contiguous: bool = field(default=False, metadata={"help": "each device's forward node set must be convex"})
+    contiguous: bool = field(default=False, metadata={
+        "help": "contiguous splits: pipeline splits (the DP's set), or per-device convex sets with device_cycles"})
 
 
 def _objective_name(opts: IlpOptions) -> str:
     return "throughput" if opts.objective == "max_load" else opts.objective
 
 
-def build_model(prob, allowed, opts: IlpOptions, sym_sets):
-    """The PuLP model; returns ``(lp, x)`` with ``x[(g, d)]`` the assignment variables."""
+def model_set(opts: IlpOptions) -> str:
+    """The set of placements the model optimises over (``SET_PIPELINE``, ``SET_CONVEX`` or ``SET_ANY``).
+
+    >>> model_set(IlpOptions()), model_set(IlpOptions(device_cycles=True)), model_set(IlpNoncontigOptions())
+    ('pipeline splits', 'per-device convex sets', 'all placements')
+    """
+    if not opts.contiguous:
+        return SET_ANY
+    return SET_CONVEX if opts.device_cycles else SET_PIPELINE
+
+
+def build_model(prob, allowed, opts: IlpOptions, sym_sets, order=None):
+    """The PuLP model; returns ``(lp, x, y)`` with ``x[(g, d)]`` the assignment variables and
+    ``y`` the device-order variables of a pipeline model (``{}`` otherwise; ``order``:
+    :func:`~viz_place.solvers._ilp_common.pipeline_order`, needed for it)."""
     lp = pulp.LpProblem("max_load", pulp.LpMinimize)
     D = prob.num_devices
     group = prob.group
@@ -135,8 +163,11 @@ def build_model(prob, allowed, opts: IlpOptions, sym_sets):
             if xu is not None and len(others) < len(succ_groups):
                 lp += c >= xu   # some successor cannot be on d at all
             parts["comm", bool(prob.backward[u])][d][c] = pay
+    y: dict = {}
+    if model_set(opts) == SET_PIPELINE:
+        y = add_pipeline_constraints(lp, prob, x, order if order is not None else pipeline_order(prob))
     # contiguity (convex forward set per device, CPUs included)
-    if opts.contiguous:
+    if model_set(opts) == SET_CONVEX:
         fwd_nodes = [v for v in range(prob.n) if not prob.backward[v]]
         fwd_edges = [(u, v) for v in fwd_nodes for u in prob.preds[v] if not prob.backward[u]]
         for d in range(D):
@@ -181,7 +212,7 @@ def build_model(prob, allowed, opts: IlpOptions, sym_sets):
             load_rows(B, d, ("compute", "comm"), (True,), "bload")
         lp += T == F + B
         lp += T
-    return lp, x
+    return lp, x, y
 
 
 def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress=None, cancel=None) -> Placement:
@@ -201,19 +232,28 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
     allowed = allowed_devices(prob, pins)
     sym_sets = interchangeable_sets(prob, pins) if opts.symmetry_breaking else []
     fwd_mask = [not b for b in prob.backward.tolist()]
+    kind = model_set(opts)
+    order = pipeline_order(prob) if kind == SET_PIPELINE else None
 
-    def convex_ok(dev) -> bool:
-        return not nonconvex_devices(prob, dev, fwd_mask)
-
-    def contiguity_problem(dev):
-        bad = nonconvex_devices(prob, dev, fwd_mask) if opts.contiguous else set()
-        return f"forward set not contiguous on {', '.join(prob.device_names[d] for d in sorted(bad))}" if bad else None
+    def outside_model(dev) -> str | None:
+        """Why ``dev`` is outside the model's set (``None``: inside)."""
+        if kind == SET_PIPELINE:
+            cycle = device_cycle(prob, dev, order)
+            if cycle:
+                names = [prob.device_names[d] for d in cycle]
+                return f"not a pipeline split: {' -> '.join(names + names[:1])} feed each other"
+        elif kind == SET_CONVEX:
+            bad = nonconvex_devices(prob, dev, fwd_mask)
+            if bad:
+                return f"forward set not contiguous on {', '.join(prob.device_names[d] for d in sorted(bad))}"
+        return None
 
     warm = None
     rejected: list = []
     if opts.warm_start:
         hooks.report(0.0, "warm start: DP and heuristic baselines", force=True)
-        warm = best_warm_start(prob, pins, objective, WARM_SOLVERS, accept=convex_ok if opts.contiguous else None,
+        warm = best_warm_start(prob, pins, objective, WARM_SOLVERS,
+                               accept=(lambda dev: outside_model(dev) is None) if kind != SET_ANY else None,
                                cancel=lambda: hooks.cancelled,
                                budget={"dp": max(1.0, opts.time_limit / 2), "*": max(1.0, opts.time_limit / 10)},
                                options={"dp": {"time_limit": max(1.0, opts.time_limit / 2)},
@@ -225,10 +265,12 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
             value = evaluate_indices(prob, warm[0], overlap=opts.overlap).value(objective)
             hooks.report(0.0, f"warm start from {warm[1]}: {value:.6g}", incumbent=value, force=True)
     hooks.report(0.0, "building the integer program", force=True)
-    lp, x = build_model(prob, allowed, opts, sym_sets)
+    lp, x, y = build_model(prob, allowed, opts, sym_sets, order)
     start_values = None
     if warm is not None:
         start_values = {x[g, d].name: float(int(warm[0][prob.groups[g][0]]) == d) for (g, d) in x}
+        if y:
+            start_values.update(pipeline_start_values(prob, warm[0], y, order))
     remaining = max(0.1, opts.time_limit - watch.elapsed)
     res = solve_milp(lp, backend=opts.backend, time_limit=remaining, gap=opts.gap, warm_start=start_values,
                      hooks=hooks)
@@ -240,12 +282,18 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
             ilp_dev[list(prob.groups[g])] = d
     if res.status == "infeasible" and warm is None:
         from ..errors import InfeasibleError
-        extra = " with contiguous device sets" if opts.contiguous else ""
+        extra = f" {scope_text(kind)}" if kind != SET_ANY else ""
         raise InfeasibleError(f"infeasible{extra}: {memory_diagnosis(prob, allowed)}")
     p = finish(prob, solver=solver, objective=objective, options=asdict(opts), pins=pins, res=res,
-               ilp_dev=ilp_dev, warm=warm, wall=watch.elapsed, extra_ok=contiguity_problem, overlap=opts.overlap,
-               model_note="loads with overlap: max(compute, communication)" if opts.overlap else "")
-    return better_elsewhere_note(p, rejected, "solver ilp-noncontig allows such placements") if opts.contiguous else p
+               ilp_dev=ilp_dev, warm=warm, wall=watch.elapsed, extra_ok=outside_model, overlap=opts.overlap,
+               model_note="loads with overlap: max(compute, communication)" if opts.overlap else "",
+               scope=scope_text(kind))
+    if kind == SET_PIPELINE:
+        return better_elsewhere_note(p, rejected, "-o device_cycles=true (per-device convex sets) or solver "
+                                     "ilp-noncontig allow such placements", what="devices feeding each other")
+    if kind == SET_CONVEX:
+        return better_elsewhere_note(p, rejected, "solver ilp-noncontig allows such placements")
+    return p
 
 
 def solve_noncontig(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress=None,
@@ -256,6 +304,7 @@ def solve_noncontig(graph: OpGraph, cluster: Cluster, *, pins=None, options=None
 
 
 register(SolverInfo("ilp", solve, IlpOptions, "throughput",
-                    "integer program, contiguous splits (min max-load; CBC or HiGHS)", exact=True))
+                    "integer program, pipeline splits as dp (or per-device convex sets: -o device_cycles=true); "
+                    "min max-load; CBC or HiGHS", exact=True))
 register(SolverInfo("ilp-noncontig", solve_noncontig, IlpNoncontigOptions, "throughput",
-                    "integer program, non-contiguous splits (min max-load; CBC or HiGHS)", exact=True))
+                    "integer program over all placements (non-contiguous; min max-load; CBC or HiGHS)", exact=True))
