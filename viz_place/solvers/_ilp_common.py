@@ -203,7 +203,7 @@ def device_sequence(prob: CompiledProblem, dev: Sequence[int], order=None) -> li
     return [d for d in seq if d in used] + [d for d in seq if d not in used]
 
 
-def add_pipeline_constraints(lp, prob: CompiledProblem, x: dict, order) -> dict:
+def add_pipeline_constraints(lp, prob: CompiledProblem, x: dict, order, poll: Callable[[], None] | None = None) -> dict:
     """Make the model's placements pipeline splits; returns the order variables ``y[(a, b)]`` (a < b).
 
     ``y[a, b] = 1`` means device ``a`` comes before ``b`` (a linear order:
@@ -212,9 +212,8 @@ def add_pipeline_constraints(lp, prob: CompiledProblem, x: dict, order) -> dict:
     ``d != e``: ``x[s, d] + x[t, e] <= 1 + before(d, e)``. Identical devices keep
     the first-group symmetry breaking of :func:`add_symmetry_breaking`:
     relabelling identical devices maps pipeline splits to pipeline splits, so
-    no optimum is lost.
+    no optimum is lost. ``poll()`` is called now and then (it may raise to stop the build).
     """
-    import pulp
     node_super, edges = order
     group = prob.group
     rep: dict[int, int] = {}
@@ -239,7 +238,9 @@ def add_pipeline_constraints(lp, prob: CompiledProblem, x: dict, order) -> dict:
             for c in devices[j + 1:]:
                 lp += y[a, b] + y[b, c] - y[a, c] <= 1, f"ordT_{a}_{b}_{c}"
                 lp += y[a, b] + y[b, c] - y[a, c] >= 0, f"ordt_{a}_{b}_{c}"
-    for s, t in edges:
+    for k, (s, t) in enumerate(edges):
+        if poll is not None and k % 32 == 0:
+            poll()
         gs, gt = rep[int(s)], rep[int(t)]
         for d in devices:
             xs = x.get((gs, d))
@@ -282,7 +283,8 @@ def value_of(prob: CompiledProblem, dev: np.ndarray, objective: str, pins: dict[
 def finish(prob: CompiledProblem, *, solver: str, objective: str, options: dict, pins: dict[str, str],
            res: MilpResult | None, ilp_dev: np.ndarray | None, warm: tuple[np.ndarray, str] | None,
            wall: float, extra_ok: Callable[[np.ndarray], str | None] | None = None,
-           model_note: str = "", overlap: bool = False, scope: str | None = None) -> Placement:
+           model_note: str = "", overlap: bool = False, scope: str | None = None,
+           status_override: str | None = None) -> Placement:
     """Choose the placement to return and its honest status.
 
     ``ilp_dev``: the MILP's placement (or ``None``); ``warm``: (placement, source)
@@ -317,9 +319,17 @@ def finish(prob: CompiledProblem, *, solver: str, objective: str, options: dict,
     cands.sort(key=lambda t: (t[0], t[2] != "ilp"))
     value, dev, src = cands[0]
     bound = res.bound if res is not None else None
-    gap = relative_gap(value, bound)
     msg: list[str] = []
-    if res is not None and res.stopped_by == "cancel":
+    distrust = ""
+    if bound is not None and math.isfinite(value) and bound > value + OPTIMALITY_TOL * abs(value) + 1e-9:
+        # a valid bound is never above a placement of the model: this proof is broken (back-end bug, tolerances)
+        distrust = (f"the {res.backend} back-end's bound {bound:.9g} is above the value {value:.9g} of a placement "
+                    "its model allows, so its proof is not trusted")
+        bound = None
+    gap = relative_gap(value, bound)
+    if status_override is not None:
+        status = status_override
+    elif res is not None and res.stopped_by == "cancel":
         status = "cancelled"
     elif res is not None and gap is not None and gap <= OPTIMALITY_TOL:   # the bound proves it
         status = "optimal"
@@ -328,8 +338,12 @@ def finish(prob: CompiledProblem, *, solver: str, objective: str, options: dict,
     if scope:
         msg.append({"optimal": f"optimal {scope}", "cancelled": f"cancelled: best so far {scope}"}.get(
             status, f"not proven optimal {scope}"))
+    if distrust:
+        msg.append(distrust)
     if res is not None:
         msg.append(f"{res.backend} {res.stopped_by or 'finished'} after {res.seconds:.2f} s")
+        if res.note:
+            msg.append(res.note)
     if status != "optimal":
         if gap is not None:
             msg.append(f"gap {100 * gap:.3g}% (value {value:.6g}, bound {bound:.6g})")
@@ -352,13 +366,16 @@ def best_warm_start(prob: CompiledProblem, pins: dict[str, str], objective: str,
                     options: dict[str, dict] | None = None,
                     cancel: Callable[[], bool] | None = None,
                     budget: float | dict[str, float] | None = None,
-                    rejected: list | None = None, overlap: bool = False) -> tuple[np.ndarray, str] | None:
+                    rejected: list | None = None, overlap: bool = False,
+                    deadline: float | None = None) -> tuple[np.ndarray, str] | None:
     """Run the registered solvers ``names`` (skipping missing ones and failures) and return the
     best valid placement (device indices, solver name) under ``objective`` that ``accept`` allows.
 
     ``budget``: seconds each solver may run (or a dict: solver -> seconds, ``"*"`` for the others)
     before its cancel hook fires (it then returns its best placement so far, or fails and is skipped).
-    ``rejected`` collects ``(value, solver)`` of valid placements that ``accept`` refused."""
+    ``rejected`` collects ``(value, solver)`` of valid placements that ``accept`` refused.
+    ``deadline`` (a ``time.perf_counter()`` value): no solver runs past it, and none starts after it
+    once a placement is known."""
     import time
     from ..errors import VizPlaceError
     from .registry import list_solvers, run_solver
@@ -374,10 +391,15 @@ def best_warm_start(prob: CompiledProblem, pins: dict[str, str], objective: str,
         known = {f.name for f in dataclasses.fields(info.options_cls)}
         opts = {k: v for k, v in ((options or {}).get(name) or {}).items() if k in known}
         secs = budget.get(name, budget.get("*")) if isinstance(budget, dict) else budget
-        deadline = None if secs is None else time.perf_counter() + secs
+        if deadline is not None:
+            left = deadline - time.perf_counter()
+            if left <= 0 and best is not None:
+                break
+            secs = max(0.1, left if secs is None else min(secs, left))
+        stop_at = None if secs is None else time.perf_counter() + secs
 
-        def stop(deadline=deadline) -> bool:
-            return bool((cancel is not None and cancel()) or (deadline is not None and time.perf_counter() > deadline))
+        def stop(stop_at=stop_at) -> bool:
+            return bool((cancel is not None and cancel()) or (stop_at is not None and time.perf_counter() > stop_at))
 
         try:
             p = run_solver(name, prob.graph, prob.cluster, pins=pins or None, options=opts, cancel=stop)

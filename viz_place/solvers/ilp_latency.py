@@ -223,9 +223,10 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
     if opts.warm_start:
         hooks.report(0.0, "warm start: greedy-latency and other baselines", force=True)
         warm = best_warm_start(prob, pins, "latency", WARM_SOLVERS, accept=convex_ok,
-                               cancel=lambda: hooks.cancelled, budget=max(1.0, opts.time_limit / 4),
+                               cancel=lambda: hooks.cancelled, budget=max(0.1, opts.time_limit / 8),
                                options={"single-device": {"objective": "latency"},
-                                        "dp": {"time_limit": max(1.0, opts.time_limit / 4)}}, rejected=rejected)
+                                        "dp": {"time_limit": max(0.2, opts.time_limit / 8)}}, rejected=rejected,
+                               deadline=watch.start + 0.4 * opts.time_limit)
     if q > 1:   # the contiguous optimum first: a warm start and a fallback the evaluator always schedules
         hooks.report(0.0, "solving the contiguous model (q = 1) first", force=True)
         try:

@@ -57,6 +57,12 @@ from .registry import SolverInfo, register
 
 OBJECTIVES = ("max_load", "max_forward_plus_max_backward")
 
+#: Share of the time limit the warm starts may use in all (the integer program gets the rest).
+WARM_SHARE = 0.4
+#: Building the model must end within this share of the time limit (else the warm start is returned):
+#: writing it out for the back-end and solving get the rest.
+BUILD_SHARE = 0.75
+
 #: Solvers tried, in this order, for the warm start (missing ones are skipped).
 WARM_SOLVERS = ("dp", "pipedream", "topo-fill", "single-device", "greedy-latency", "local-search")
 
@@ -105,10 +111,18 @@ def model_set(opts: IlpOptions) -> str:
     return SET_CONVEX if opts.device_cycles else SET_PIPELINE
 
 
-def build_model(prob, allowed, opts: IlpOptions, sym_sets, order=None):
+class OutOfTime(Exception):
+    """Raised by :func:`build_model` when its ``check`` says the time is up."""
+
+
+def build_model(prob, allowed, opts: IlpOptions, sym_sets, order=None, check=None):
     """The PuLP model; returns ``(lp, x, y)`` with ``x[(g, d)]`` the assignment variables and
     ``y`` the device-order variables of a pipeline model (``{}`` otherwise; ``order``:
-    :func:`~viz_place.solvers._ilp_common.pipeline_order`, needed for it)."""
+    :func:`~viz_place.solvers._ilp_common.pipeline_order`, needed for it). ``check()`` is polled
+    while building; when it returns true, :class:`OutOfTime` is raised."""
+    def poll() -> None:
+        if check is not None and check():
+            raise OutOfTime()
     lp = pulp.LpProblem("max_load", pulp.LpMinimize)
     D = prob.num_devices
     group = prob.group
@@ -141,6 +155,8 @@ def build_model(prob, allowed, opts: IlpOptions, sym_sets, order=None):
                 lp += pulp.LpAffineExpression([(var, s / scale) for var, s in terms]) <= cap / scale, f"mem_{d}"
     # communication indicators
     for u in range(prob.n):
+        if u % 64 == 0:
+            poll()
         cost = float(prob.tcost[u])
         succ_groups = {int(group[v]) for v in prob.data_succs[u]} - {int(group[u])}
         if cost <= 0 or not succ_groups:
@@ -165,12 +181,13 @@ def build_model(prob, allowed, opts: IlpOptions, sym_sets, order=None):
             parts["comm", bool(prob.backward[u])][d][c] = pay
     y: dict = {}
     if model_set(opts) == SET_PIPELINE:
-        y = add_pipeline_constraints(lp, prob, x, order if order is not None else pipeline_order(prob))
+        y = add_pipeline_constraints(lp, prob, x, order if order is not None else pipeline_order(prob), poll=poll)
     # contiguity (convex forward set per device, CPUs included)
     if model_set(opts) == SET_CONVEX:
         fwd_nodes = [v for v in range(prob.n) if not prob.backward[v]]
         fwd_edges = [(u, v) for v in fwd_nodes for u in prob.preds[v] if not prob.backward[u]]
         for d in range(D):
+            poll()
             if not any((int(group[v]), d) in x for v in fwd_nodes):
                 continue
             z = {v: lp.add_variable(f"z_{v}_{d}", lowBound=0, upBound=1) for v in fwd_nodes}
@@ -183,7 +200,9 @@ def build_model(prob, allowed, opts: IlpOptions, sym_sets, order=None):
                 xu, xv = X(u, d), X(v, d)
                 if xu is not None:
                     lp += z[v] <= (xv if xv is not None else 0) - xu + 1
+    poll()
     add_symmetry_breaking(lp, x, len(allowed), sym_sets)
+    poll()
     # every group runs somewhere: the max-load is at least its fastest compute
     floor = max((min(float(prob.lat[list(prob.groups[g]), d].sum()) for d in ds) for g, ds in enumerate(allowed)),
                 default=0.0)
@@ -252,20 +271,34 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
     rejected: list = []
     if opts.warm_start:
         hooks.report(0.0, "warm start: DP and heuristic baselines", force=True)
+        # the time limit covers everything: warm starts get at most WARM_SHARE of it (the DP a quarter)
+        tl = opts.time_limit
         warm = best_warm_start(prob, pins, objective, WARM_SOLVERS,
                                accept=(lambda dev: outside_model(dev) is None) if kind != SET_ANY else None,
                                cancel=lambda: hooks.cancelled,
-                               budget={"dp": max(1.0, opts.time_limit / 2), "*": max(1.0, opts.time_limit / 10)},
-                               options={"dp": {"time_limit": max(1.0, opts.time_limit / 2)},
-                                        "local-search": {"seed": 0, "restarts": 2,
-                                                         "time_limit": max(0.5, opts.time_limit / 10)}},
-                               rejected=rejected, overlap=opts.overlap)
+                               budget={"dp": max(0.2, tl / 4), "*": max(0.1, tl / 20)},
+                               options={"dp": {"time_limit": max(0.2, tl / 4)},
+                                        "local-search": {"seed": 0, "restarts": 2, "time_limit": max(0.1, tl / 20)}},
+                               rejected=rejected, overlap=opts.overlap,
+                               deadline=watch.start + WARM_SHARE * tl)
         if warm is not None:
             warm = (canonical(prob, warm[0], sym_sets), warm[1])
             value = evaluate_indices(prob, warm[0], overlap=opts.overlap).value(objective)
             hooks.report(0.0, f"warm start from {warm[1]}: {value:.6g}", incumbent=value, force=True)
     hooks.report(0.0, "building the integer program", force=True)
-    lp, x, y = build_model(prob, allowed, opts, sym_sets, order)
+    try:
+        lp, x, y = build_model(prob, allowed, opts, sym_sets, order,
+                               check=lambda: watch.elapsed > BUILD_SHARE * opts.time_limit or hooks.cancelled)
+    except OutOfTime:
+        if warm is None:
+            from ..errors import SolverError
+            raise SolverError(f"{solver}: no solution in time: the time limit of {opts.time_limit:g} s ran out "
+                              "while building the integer program; raise the time limit") from None
+        stop = "cancelled" if hooks.cancelled else "time limit reached"
+        return finish(prob, solver=solver, objective=objective, options=asdict(opts), pins=pins, res=None,
+                      ilp_dev=None, warm=warm, wall=watch.elapsed, extra_ok=outside_model, overlap=opts.overlap,
+                      scope=scope_text(kind), status_override="cancelled" if hooks.cancelled else None,
+                      model_note=f"{stop} while building the integer program")
     start_values = None
     if warm is not None:
         start_values = {x[g, d].name: float(int(warm[0][prob.groups[g][0]]) == d) for (g, d) in x}

@@ -69,10 +69,23 @@ class MilpOptions(SolverOptions):
 
 
 #: Extra seconds after the time limit before the adapter stops a back-end itself.
-GRACE_SECONDS = 1.0
+GRACE_SECONDS = 0.0
 
-#: Seconds CBC gets to obey SIGINT (it only checks between phases) before it is killed.
-KILL_AFTER = 4.0
+#: Seconds of the time limit CBC is not told about (at most a fifth of it): CBC checks its limit
+#: only between phases, so it gets a head start on noticing it.
+CBC_RESERVE = 1.0
+
+#: CBC's log line when it restarts branch and bound on a model reduced by reduced-cost fixing. With
+#: CBC 2.10.3 (the binary PuLP ships) that restarted search can close with a bound above a known
+#: solution, i.e. cut off better ones (``../shared/repro/cbc-false-optimal-s150``: "optimal" at 43.5,
+#: while 42.5 exists); such a proof is not trusted.
+CBC_RESTART = "Cbc0044I"
+
+#: Seconds CBC gets to obey SIGINT (it only checks between phases) before it is killed: after the time
+#: limit (so a run ends within limit + 2 s; a killed CBC loses its incumbent, the caller keeps its warm
+#: start), and after a cancel.
+KILL_AFTER = 1.25
+KILL_AFTER_CANCEL = 4.0
 
 
 def _cbc_command():
@@ -134,6 +147,7 @@ class MilpResult:
     stopped_by: str | None = None
     seconds: float = 0.0
     message: str = ""
+    note: str = ""          # what the caller should tell the user (e.g. a proof that was not trusted)
 
     @property
     def has_solution(self) -> bool:
@@ -195,10 +209,52 @@ def _num(text: str) -> float | None:
 
 
 def _solve_cbc(lp, time_limit, gap, warm_start, hooks: Hooks, threads: int) -> MilpResult:
+    """Run CBC; if it restarted its search (see :data:`CBC_RESTART`), do not trust its proof: re-solve
+    with ``-strategy 0`` (which never restarts) for the time left, from the best solution so far."""
+    t0 = time.perf_counter()
+    res, restart_bound = _run_cbc(lp, time_limit, gap, warm_start, hooks, threads, ())
+    if restart_bound is None:
+        return res
+    note = (f"CBC restarted its search after reduced-cost fixing (its proofs after such a restart are not "
+            f"trusted: CBC 2.10 can cut off better solutions there); bound {_fmt(restart_bound[0])} kept "
+            f"from before the restart")
+    res.bound = restart_bound[0]
+    left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
+    if res.stopped_by == "cancel" or hooks.cancelled or (left is not None and left < 0.5):
+        res.stopped_by = "cancel" if (res.stopped_by == "cancel" or hooks.cancelled) else "time limit"
+        res.note = note
+        return res
+    start = dict(warm_start or {})
+    if res.has_solution:
+        start = {v.name: res.values.get(v.name, 0.0) for v in lp.variables() if v.cat == pulp.LpInteger}
+    again, restart2 = _run_cbc(lp, left, gap, start or None, hooks, threads, ("-strategy", "0"))
+    note += "; re-solved with -strategy 0"
+    if restart2 is not None:      # not expected: strategy 0 never restarts
+        again.bound = restart2[0]
+        again.stopped_by = again.stopped_by or "time limit"
+    best = again if again.has_solution and (not res.has_solution or again.objective <= res.objective) else res
+    best.bound = max(b for b in (res.bound, again.bound) if b is not None) if (
+        res.bound is not None or again.bound is not None) else None
+    best.stopped_by = again.stopped_by
+    best.message = again.message
+    best.note = note
+    return best
+
+
+def _fmt(v) -> str:
+    return "unknown" if v is None else f"{v:.6g}"
+
+
+def _run_cbc(lp, time_limit, gap, warm_start, hooks: Hooks, threads: int, extra: tuple) -> tuple[MilpResult, tuple | None]:
+    """One CBC run: ``(result, None)``, or ``(result, (bound before the restart,))`` when CBC restarted."""
+    t_enter = time.perf_counter()      # writing the model counts against the time limit
     cmd = _cbc_command()
     with tempfile.TemporaryDirectory(prefix="viz_place_cbc_") as tmp:
         mps, sol, mst = (os.path.join(tmp, f) for f in ("model.mps", "model.sol", "start.mst"))
         vs, var_names, con_names, _ = lp.writeMPS(mps, rename=1)
+        if time_limit is not None and time.perf_counter() - t_enter > time_limit:
+            return MilpResult("no solution", "cbc", stopped_by="time limit",
+                              message="the time limit ran out while writing the model for CBC"), None
         args = [cmd.path, mps]
         if warm_start:
             with open(mst, "w") as f:
@@ -208,8 +264,11 @@ def _solve_cbc(lp, time_limit, gap, warm_start, hooks: Hooks, threads: int) -> M
                         f.write(f"{i:>7} {short} {float(warm_start[orig]):>15} {0:>23}\n")
             args += ["-mips", mst]
         if time_limit is not None:
-            args += ["-sec", f"{float(time_limit):.3f}", "-timeMode", "elapsed"]
-        args += ["-ratio", repr(float(gap)), "-allow", "1e-9", "-threads", str(int(threads)),
+            # CBC notices its own limit only between phases: ask for less, leaving it time to react
+            left = float(time_limit) - (time.perf_counter() - t_enter)
+            left = max(0.05, left - min(CBC_RESERVE, 0.2 * left))
+            args += ["-sec", f"{left:.3f}", "-timeMode", "elapsed"]
+        args += ["-ratio", repr(float(gap)), "-allow", "1e-9", "-threads", str(int(threads)), *extra,
                  "-solve", "-printingOptions", "all", "-solution", sol]
         proc, out_fd = _start(args)
         lines: list[str] = []
@@ -218,14 +277,17 @@ def _solve_cbc(lp, time_limit, gap, warm_start, hooks: Hooks, threads: int) -> M
         t0 = time.perf_counter()
         seen = 0
         incumbent = bound = None
+        restart: tuple | None = None
         stopped_by = None
         interrupted_at = last_signal = None
         while proc.poll() is None:
             time.sleep(0.05)
             while seen < len(lines):
+                if restart is None and CBC_RESTART in lines[seen]:
+                    restart = (bound,)
                 incumbent, bound = _parse_progress(lines[seen], incumbent, bound, hooks, t0, time_limit)
                 seen += 1
-            elapsed = time.perf_counter() - t0
+            elapsed = time.perf_counter() - t_enter
             if interrupted_at is None:
                 if hooks.cancelled:
                     stopped_by = "cancel"
@@ -234,7 +296,7 @@ def _solve_cbc(lp, time_limit, gap, warm_start, hooks: Hooks, threads: int) -> M
                 if stopped_by:
                     proc.send_signal(signal.SIGINT)
                     interrupted_at = last_signal = elapsed
-            elif elapsed - interrupted_at > KILL_AFTER:
+            elif elapsed - interrupted_at > (KILL_AFTER_CANCEL if stopped_by == "cancel" else KILL_AFTER):
                 proc.kill()        # last resort (CBC's incumbent is lost; the caller keeps its warm start)
             elif elapsed - last_signal > 1.0:
                 # CBC ignores a SIGINT that arrives before it installs its handler: repeat it
@@ -242,6 +304,8 @@ def _solve_cbc(lp, time_limit, gap, warm_start, hooks: Hooks, threads: int) -> M
                 last_signal = elapsed
         reader.join(timeout=2.0)
         while seen < len(lines):
+            if restart is None and CBC_RESTART in lines[seen]:
+                restart = (bound,)
             incumbent, bound = _parse_progress(lines[seen], incumbent, bound, hooks, t0, time_limit)
             seen += 1
         log = "".join(lines)
@@ -261,19 +325,19 @@ def _solve_cbc(lp, time_limit, gap, warm_start, hooks: Hooks, threads: int) -> M
                 final_obj = _num(m.group(1))
         if not os.path.exists(sol):
             if "infeasible" in result_line.lower():
-                return MilpResult("infeasible", "cbc", message=result_line.strip())
+                return MilpResult("infeasible", "cbc", message=result_line.strip()), restart
             return MilpResult("no solution" if stopped_by else "error", "cbc", stopped_by=stopped_by,
-                              bound=bound, message=(result_line or log[-500:]).strip())
+                              bound=bound, message=(result_line or log[-500:]).strip()), restart
         status, values, _, _, _, sol_status = cmd.readsol_MPS(sol, lp, vs, var_names, con_names)
     if status == pulp.LpStatusInfeasible and sol_status != pulp.LpSolutionIntegerFeasible:
-        return MilpResult("infeasible", "cbc", message=result_line.strip() or "CBC: problem is infeasible")
+        return MilpResult("infeasible", "cbc", message=result_line.strip() or "CBC: problem is infeasible"), restart
     if status == pulp.LpStatusUnbounded:
-        return MilpResult("unbounded", "cbc", message=result_line.strip())
+        return MilpResult("unbounded", "cbc", message=result_line.strip()), restart
     has = sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible) or (
         status == pulp.LpStatusOptimal)
     if not has:
         return MilpResult("no solution", "cbc", stopped_by=stopped_by, bound=bound,
-                          message=result_line.strip() or "CBC stopped without a solution")
+                          message=result_line.strip() or "CBC stopped without a solution"), restart
     objective = _objective_of(lp, values)
     proven = status == pulp.LpStatusOptimal and sol_status == pulp.LpSolutionOptimal and stopped_by is None
     if proven and "gap" not in result_line.lower():
@@ -285,7 +349,7 @@ def _solve_cbc(lp, time_limit, gap, warm_start, hooks: Hooks, threads: int) -> M
         if stopped_by is None and proven:
             stopped_by = "gap"
     return MilpResult("feasible", "cbc", values=values, objective=objective, bound=best_bound,
-                      stopped_by=stopped_by, message=result_line.strip())
+                      stopped_by=stopped_by, message=result_line.strip()), restart
 
 
 def _start(args):
@@ -432,6 +496,7 @@ def _new_highs():
 
 def _solve_highs(lp, time_limit, gap, warm_start, hooks: Hooks, threads: int) -> MilpResult:
     import highspy
+    t_enter = time.perf_counter()      # converting the model counts against the time limit
     model, variables, col = _highs_model(lp)
     h = _new_highs()
     h.setOptionValue("output_flag", False)
@@ -439,7 +504,7 @@ def _solve_highs(lp, time_limit, gap, warm_start, hooks: Hooks, threads: int) ->
     h.setOptionValue("mip_abs_gap", 1e-9)
     h.setOptionValue("random_seed", 0)
     if time_limit is not None:
-        h.setOptionValue("time_limit", float(time_limit))
+        h.setOptionValue("time_limit", max(0.05, float(time_limit) - (time.perf_counter() - t_enter)))
     h.passModel(model)
     if warm_start:
         idx = [col[k] for k in warm_start if k in col]
@@ -453,7 +518,7 @@ def _solve_highs(lp, time_limit, gap, warm_start, hooks: Hooks, threads: int) ->
         if state["stopped_by"] is None and hooks.cancelled:
             state["stopped_by"] = "cancel"
         if state["stopped_by"] is None and time_limit is not None and \
-                time.perf_counter() - t0 > time_limit + GRACE_SECONDS:
+                time.perf_counter() - t_enter > time_limit + GRACE_SECONDS:
             state["stopped_by"] = "time limit"
         if state["stopped_by"]:
             e.interrupt()
