@@ -252,6 +252,17 @@ def check_instance(inst: Instance, labels: Sequence[str], *, backend: str = "cbc
                 v = evaluate_indices(prob, dev, pins=inst.pins).value(_objective(p))
                 if lb > v * (1 + REL_TOL) + 1e-9:
                     fails.append(f"{run.label}: lower bound {lb!r} over {bset} above {other.label}'s {v!r}")
+    # bounds that hold for every placement (total work / total speed, largest op), where available
+    try:
+        from .cost.bounds import simple_lower_bound
+    except ImportError:          # not in this version
+        simple_lower_bound = None
+    if simple_lower_bound is not None and valid:
+        lb, why = simple_lower_bound(inst.graph, inst.cluster, "max_load")
+        for run, dev in valid:
+            v = evaluate_indices(prob, dev).max_load
+            if lb > v * (1 + REL_TOL) + 1e-9:
+                fails.append(f"{run.label}: max-load {v!r} below the simple lower bound {lb!r} ({why})")
     brute = prob.num_devices ** len(prob.groups) <= brute_max
     if brute:
         for (set_name, obj), vals in optima.items():

@@ -349,4 +349,4 @@ def _threshold_passes(tables, lat, classes, ub: float, opts: DPOptions, stats: D
 
 register(SolverInfo(
     name="dp", solve=solve, options_cls=DPOptions, objective="throughput", exact=True,
-    description="exact dynamic program over ideals: optimal contiguous split for max-load (Tarnawski et al. 2020)"))
+    description="exact dynamic program over ideals: optimal pipeline split (contiguous: a chain of ideals) for max-load (Tarnawski et al. 2020)"))
