@@ -270,7 +270,7 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
         return finish(incumbent, "cancelled", "cancelled: best so far among pipeline splits")
     if not math.isfinite(result.value):
         raise InfeasibleError(
-            f"dp: no contiguous placement fits: with {', '.join(f'{cl.count} x {cl.instances[0] if cl.pin_device else cl.name}' for cl in classes)} "
+            f"dp: no contiguous placement (pipeline split) fits: with {', '.join(f'{cl.count} x {cl.instances[0] if cl.pin_device else cl.name}' for cl in classes)} "
             f"every split breaks a memory limit, an unsupported op or a pin")
     assignment = _placement_from_chain(prob, ct, tables, classes, result.chain)
     coarsened = [text for flag, text in (
