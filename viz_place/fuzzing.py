@@ -67,6 +67,17 @@ SET_WORDS = {PIPELINE: "pipeline splits", CONVEX: "per-device convex sets", ANY:
 BRUTE_MAX = 1500
 
 
+def exact_set(label: str) -> str | None:
+    """The set an exact run proves its optimum over (``None``: not exact), ignoring ``backend=...``.
+
+    >>> exact_set("ilp"), exact_set("ilp device_cycles=true backend=highs"), exact_set("pipedream")
+    ('pipeline', 'convex', None)
+    """
+    if label in EXACT_SETS:
+        return EXACT_SETS[label]
+    return EXACT_SETS.get(" ".join(w for w in label.split(" ") if not w.startswith("backend=")))
+
+
 def run_options(label: str, *, backend: str = "cbc", time_limit: float = 20.0) -> dict:
     """Options for one fuzz run of ``label`` (a solver name, or ``"name key=value"``)."""
     name, *extra = label.split(" ")
@@ -113,6 +124,21 @@ class FuzzReport:
     failures: list[tuple[int, str, str]] = field(default_factory=list)
     seconds: float = 0.0
     per_solver_seconds: dict[str, float] = field(default_factory=dict)
+    events: dict[str, int] = field(default_factory=dict)   # e.g. "optimal", "cbc restart re-solved"
+
+    def count(self, runs: Sequence[Run]) -> None:
+        """Tally what the runs said (statuses, refusals, proofs not trusted)."""
+        for run in runs:
+            p = run.placement
+            keys = [f"status {p.status}"] if p is not None else [
+                "infeasible" if isinstance(run.error, InfeasibleError) else "refused (VizPlaceError)"]
+            msg = (p.message or "") if p is not None else ""
+            if "restarted its search" in msg:
+                keys.append("CBC restarts not trusted")
+            if "proof is not trusted" in msg:
+                keys.append("bounds above a known value")
+            for k in keys:
+                self.events[k] = self.events.get(k, 0) + 1
 
     def summary(self) -> str:
         """``"N instances x S solvers = R runs / F failures"``."""
@@ -206,7 +232,7 @@ def check_instance(inst: Instance, labels: Sequence[str], *, backend: str = "cbc
         if p.status == "optimal":
             if not exact:
                 fails.append(f"{run.label}: status 'optimal' from a solver that proves nothing")
-            want = EXACT_SETS.get(run.label)
+            want = exact_set(run.label)
             if want is not None and SET_WORDS[want] not in (p.message or ""):
                 fails.append(f"{run.label}: 'optimal' but the message does not name its set: {p.message!r}")
         lb = getattr(p, "lower_bound", None)
@@ -215,7 +241,7 @@ def check_instance(inst: Instance, labels: Sequence[str], *, backend: str = "cbc
     # proven optima and proven infeasibility, per (set, objective)
     optima: dict[tuple[str, str], list[tuple[str, float]]] = {}
     for run in runs:
-        set_name = EXACT_SETS.get(run.label)
+        set_name = exact_set(run.label)
         p = run.placement
         bound_set = getattr(p, "bound_set", None) if p is not None else None
         if p is not None and bound_set is not None and set_name is not None and bound_set != set_name:
@@ -225,7 +251,7 @@ def check_instance(inst: Instance, labels: Sequence[str], *, backend: str = "cbc
         if p is not None and p.status == "optimal":
             optima.setdefault((set_name, _objective(p)), []).append((run.label, float(p.claimed_value)))
         elif isinstance(run.error, InfeasibleError):
-            obj = "latency" if run.label == "latency-ilp" else "throughput"
+            obj = "latency" if run.label.startswith("latency-ilp") else "throughput"
             optima.setdefault((set_name, obj), []).append((run.label, math.inf))
     for (set_name, obj), vals in optima.items():
         first_label, first = vals[0]
@@ -273,27 +299,35 @@ def check_instance(inst: Instance, labels: Sequence[str], *, backend: str = "cbc
     return runs, fails, brute
 
 
-def fuzz_instances(seeds: Iterable[int]) -> Iterable[Instance]:
-    """The fuzz mix: per seed, a random instance of 3–8 nodes (a third of them training graphs)."""
+#: The medium tier: exact solvers on both back-ends, compared with each other (no brute force).
+MEDIUM_LABELS = ("dp", "ilp backend=cbc", "ilp backend=highs", "ilp-noncontig backend=cbc",
+                 "ilp-noncontig backend=highs", "pipedream", "local-search")
+
+
+def fuzz_instances(seeds: Iterable[int], *, n_min: int = 3, n_max: int = 8) -> Iterable[Instance]:
+    """The fuzz mix: per seed, a random instance of ``n_min``–``n_max`` nodes (about a third training graphs)."""
     for seed in seeds:
-        yield random_instance(seed, n_min=3, n_max=8)
+        yield random_instance(seed, n_min=n_min, n_max=n_max)
 
 
 def fuzz(seeds: Iterable[int], *, solvers: Sequence[str] | None = None, backends: Sequence[str] = ("cbc",),
-         brute_max: int = BRUTE_MAX, progress: Callable[[int, FuzzReport], None] | None = None) -> FuzzReport:
+         brute_max: int = BRUTE_MAX, progress: Callable[[int, FuzzReport], None] | None = None,
+         sizes: tuple[int, int] = (3, 8)) -> FuzzReport:
     """Fuzz ``solvers`` (default :func:`default_labels`) over the instances of ``seeds``.
 
-    ``backends``: the MILP back-ends, used in turn (instance ``i`` gets ``backends[i % len]``).
+    ``backends``: the MILP back-ends, used in turn (instance ``i`` gets ``backends[i % len]``; a label's
+    own ``backend=...`` wins); ``sizes``: node counts of the instances (:func:`fuzz_instances`).
     """
     labels = list(solvers) if solvers is not None else default_labels()
     report = FuzzReport(labels=labels)
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="viz_place_fuzz_") as tmp:
-        for i, inst in enumerate(fuzz_instances(seeds)):
+        for i, inst in enumerate(fuzz_instances(seeds, n_min=sizes[0], n_max=sizes[1])):
             runs, fails, brute = check_instance(inst, labels, backend=backends[i % len(backends)],
                                                 brute_max=brute_max, workdir=tmp, times=report.per_solver_seconds)
             report.instances += 1
             report.runs += len(runs)
+            report.count(runs)
             report.brute_forced += brute
             report.failures.extend((inst.seed, f.split(":", 1)[0], f) for f in fails)
             if progress is not None:
@@ -302,5 +336,5 @@ def fuzz(seeds: Iterable[int], *, solvers: Sequence[str] | None = None, backends
     return report
 
 
-__all__ = ["EXACT_SETS", "FuzzReport", "Run", "check_instance", "default_labels", "fuzz", "fuzz_instances",
-           "run_options"]
+__all__ = ["EXACT_SETS", "MEDIUM_LABELS", "FuzzReport", "Run", "check_instance", "default_labels", "exact_set",
+           "fuzz", "fuzz_instances", "run_options"]
