@@ -145,27 +145,30 @@ def test_cbc_false_optimal_reproducer_is_fixed():
 
 
 def test_a_bound_above_a_known_value_proves_nothing():
-    """finish() refuses 'optimal' when the back-end's bound is above a placement the model allows."""
-    from viz_place.cost import compile_problem
-    from viz_place.solvers._ilp_common import finish
-    from viz_place.solvers.milp import MilpResult
+    """milp_result refuses 'optimal' when the back-end's bound is above a placement the model allows."""
+    from viz_place.solvers import get_solver
+    from viz_place.solvers.contract import prepare
+    from viz_place.solvers.milp.backends import MilpResult
+    from viz_place.solvers.milp.result import milp_result
     inst = random_instance(3)
     p = run_solver("dp", inst.graph, inst.cluster, pins=inst.pins)
-    prob = compile_problem(inst.graph, inst.cluster)
-    dev = prob.to_index_array(p)
+    problem = prepare(get_solver("ilp-noncontig"), inst.graph, inst.cluster, inst.pins, None)
+    dev = problem.compiled.to_index_array(p)
     for bound, status in ((p.claimed_value, "optimal"), (p.claimed_value + 1, "feasible")):
         res = MilpResult("optimal", "cbc", objective=p.claimed_value + 1, bound=bound)
-        q = finish(prob, solver="x", objective="throughput", options={}, pins=inst.pins, res=res, ilp_dev=None,
-                   warm=(dev, "dp"), wall=0.0, scope="over all placements")
-        assert q.status == status, q.message
-    assert "proof is not trusted" in q.message and q.message.startswith("not proven optimal over all placements")
+        result, value = milp_result(problem, solver="x", res=res, ilp_dev=None, warm=(dev, "dp"), bound_set="any",
+                                    scope="over all placements")
+        assert result.status == status, result.message
+    assert result.lower_bound is None and result.bound_set is None
+    assert "proof is not trusted" in result.message
+    assert result.message.startswith("not proven optimal over all placements")
 
 
 def test_cbc_restart_triggers_a_strategy_0_resolve(monkeypatch):
     """When CBC restarts (Cbc0044I), its answer is not taken as proof: a -strategy 0 run decides."""
     import pulp
 
-    from viz_place.solvers import milp
+    from viz_place.solvers.milp import backends as milp
     calls = []
 
     def fake_run(lp, time_limit, gap, warm_start, hooks, threads, extra):

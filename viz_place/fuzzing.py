@@ -36,8 +36,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
-import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
@@ -58,6 +56,9 @@ PIPELINE, CONVEX, ONE_PIECE, ANY = "pipeline", "convex", "one-piece", "any"
 #: The set each exact run optimises over (``latency-ilp``: each accelerator one contiguous piece).
 EXACT_SETS = {"dp": PIPELINE, "ilp": PIPELINE, "ilp device_cycles=true": CONVEX, "ilp-noncontig": ANY,
               "latency-ilp": ONE_PIECE}
+
+#: The contract's ``bound_set`` name of each set (``latency-ilp`` reports its one-piece set as ``"convex"``).
+CONTRACT_SET = {PIPELINE: "pipeline", CONVEX: "convex", ANY: "any", ONE_PIECE: "convex"}
 
 #: Words an "optimal" message must contain to name its set.
 SET_WORDS = {PIPELINE: "pipeline splits", CONVEX: "per-device convex sets", ANY: "over all placements",
@@ -148,7 +149,7 @@ class FuzzReport:
 
 def _membership(inst: Instance):
     """Functions ``set name -> (device-index array -> bool)`` for ``inst``."""
-    from .solvers._ilp_common import device_cycle, nonconvex_devices, pipeline_order
+    from .solvers.groups import device_cycle, nonconvex_devices, pipeline_order
     prob = compile_problem(inst.graph, inst.cluster)
     fwd = [not b for b in prob.backward.tolist()]
     order = pipeline_order(prob)
@@ -162,7 +163,9 @@ def _membership(inst: Instance):
 
 
 def _objective(p: Placement) -> str:
-    return p.objective or "throughput"
+    """The run's objective in one vocabulary (``"throughput"`` is the old name of ``"max_load"``)."""
+    obj = p.objective or "max_load"
+    return "max_load" if obj == "throughput" else obj
 
 
 def _brute_force(prob, pins, inside: Callable, objective: str) -> float:
@@ -187,11 +190,10 @@ def check_instance(inst: Instance, labels: Sequence[str], *, backend: str = "cbc
     """Run every solver of ``labels`` on ``inst`` and check the results (module docstring).
 
     Returns ``(runs, failures, brute_forced)``; each failure is ``"label: what"``.
-    ``workdir``: where ``expert`` finds the split it loads (the best placement so
-    far, written there); without one ``expert`` is skipped.
+    ``expert`` gets the best placement found so far as its split (``workdir`` is unused,
+    kept for callers).
     """
     from .solvers import get_solver, run_solver
-    from .io.placement_json import write_placement
     runs: list[Run] = []
     fails: list[str] = []
     for label in labels:
@@ -199,11 +201,10 @@ def check_instance(inst: Instance, labels: Sequence[str], *, backend: str = "cbc
         opts = run_options(label, backend=backend)
         if name == "expert":
             done = [r.placement for r in runs if r.placement is not None]
-            if workdir is None or not done:
+            if not done:
                 continue
             best = min(done, key=lambda p: evaluate(inst.graph, inst.cluster, p).max_load)
-            opts["path"] = os.path.join(workdir, f"split_{inst.seed}.json")
-            write_placement(opts["path"], inst.graph, inst.cluster, best)
+            opts["assignment"] = dict(best.assignment)
         t0 = time.perf_counter()
         run = Run(label)
         try:
@@ -244,14 +245,14 @@ def check_instance(inst: Instance, labels: Sequence[str], *, backend: str = "cbc
         set_name = exact_set(run.label)
         p = run.placement
         bound_set = getattr(p, "bound_set", None) if p is not None else None
-        if p is not None and bound_set is not None and set_name is not None and bound_set != set_name:
-            fails.append(f"{run.label}: bound_set {bound_set!r}, expected {set_name!r}")
+        if p is not None and bound_set is not None and set_name is not None and bound_set != CONTRACT_SET[set_name]:
+            fails.append(f"{run.label}: bound_set {bound_set!r}, expected {CONTRACT_SET[set_name]!r}")
         if set_name is None:
             continue
         if p is not None and p.status == "optimal":
             optima.setdefault((set_name, _objective(p)), []).append((run.label, float(p.claimed_value)))
         elif isinstance(run.error, InfeasibleError):
-            obj = "latency" if run.label.startswith("latency-ilp") else "throughput"
+            obj = "latency" if run.label.startswith("latency-ilp") else "max_load"
             optima.setdefault((set_name, obj), []).append((run.label, math.inf))
     for (set_name, obj), vals in optima.items():
         first_label, first = vals[0]
@@ -271,6 +272,7 @@ def check_instance(inst: Instance, labels: Sequence[str], *, backend: str = "cbc
     for run in runs:
         p = run.placement
         lb, bset = getattr(p, "lower_bound", None), getattr(p, "bound_set", None)
+        bset = exact_set(run.label) or bset      # the exact set where known (latency-ilp's "convex" is one-piece)
         if p is None or lb is None or bset not in inside:
             continue
         for other, dev in valid:
@@ -321,17 +323,16 @@ def fuzz(seeds: Iterable[int], *, solvers: Sequence[str] | None = None, backends
     labels = list(solvers) if solvers is not None else default_labels()
     report = FuzzReport(labels=labels)
     t0 = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="viz_place_fuzz_") as tmp:
-        for i, inst in enumerate(fuzz_instances(seeds, n_min=sizes[0], n_max=sizes[1])):
-            runs, fails, brute = check_instance(inst, labels, backend=backends[i % len(backends)],
-                                                brute_max=brute_max, workdir=tmp, times=report.per_solver_seconds)
-            report.instances += 1
-            report.runs += len(runs)
-            report.count(runs)
-            report.brute_forced += brute
-            report.failures.extend((inst.seed, f.split(":", 1)[0], f) for f in fails)
-            if progress is not None:
-                progress(i, report)
+    for i, inst in enumerate(fuzz_instances(seeds, n_min=sizes[0], n_max=sizes[1])):
+        runs, fails, brute = check_instance(inst, labels, backend=backends[i % len(backends)],
+                                            brute_max=brute_max, times=report.per_solver_seconds)
+        report.instances += 1
+        report.runs += len(runs)
+        report.count(runs)
+        report.brute_forced += brute
+        report.failures.extend((inst.seed, f.split(":", 1)[0], f) for f in fails)
+        if progress is not None:
+            progress(i, report)
     report.seconds = time.perf_counter() - t0
     return report
 

@@ -17,7 +17,7 @@ Placement of DNN Graph Operators*), generalised to device classes and pins:
 * ``contiguous=True`` (solver ``ilp``): **pipeline splits**, the DP's set —
   the devices are put in an order (binary ``y[a, b]``: ``a`` before ``b``,
   transitive) and every ordering edge (between forward nodes, colour classes
-  contracted, :func:`~viz_place.solvers._ilp_common.pipeline_order`) stays on a
+  contracted, :func:`~viz_place.solvers.groups.pipeline_order`) stays on a
   device or goes forward: ``x[s, d] + x[t, e] <= 1 + before(d, e)``. So no two
   devices feed each other, and ``ilp`` and ``dp`` have the same optimum. The
   convexity rows below are added too (pipeline splits are convex): they make
@@ -34,30 +34,43 @@ The MILP is warm-started from the DP (solver ``dp``, when registered) and the
 heuristic baselines; the value returned is always the evaluator's figure for
 the placement returned.
 
+The bound the MILP proves holds for the placements its model allows:
+:func:`model_set` says which (``"pipeline"`` for ``ilp``, ``"convex"`` for
+``ilp -o device_cycles=true``, ``"any"`` for ``ilp-noncontig``), and every
+message starts with it (``optimal among pipeline splits``, ...).
+
+>>> from viz_place.solvers import run_solver
 >>> from viz_place.testing import random_instance
 >>> inst = random_instance(3)
->>> p = solve(inst.graph, inst.cluster, pins=inst.pins, options={"backend": "highs", "time_limit": 10})
->>> p.status
-'optimal'
+>>> p = run_solver("ilp", inst.graph, inst.cluster, pins=inst.pins, options={"backend": "highs", "time_limit": 10})
+>>> p.status, p.bound_set, 0 <= p.claimed_value - p.lower_bound <= 1e-6 * p.claimed_value
+('optimal', 'pipeline', True)
+>>> p.message.split(";")[0]
+'optimal among pipeline splits'
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import numpy as np
 import pulp
 
-from ..cost import evaluate_indices
-from ..model import Cluster, OpGraph, Placement
-from ._ilp_common import (SET_ANY, SET_CONVEX, SET_PIPELINE, add_pipeline_constraints, add_symmetry_breaking,
-                          allowed_devices, best_warm_start, better_elsewhere_note, canonical, device_cycle, finish,
-                          interchangeable_sets, memory_diagnosis, nonconvex_devices, pipeline_order,
-                          pipeline_start_values, scope_text)
-from .base import Hooks, Stopwatch, make_options, prepare
-from .milp import MilpOptions, solve_milp
-from .registry import SolverInfo, register
+from ...errors import InfeasibleError, SolverError
+from ...model import OBJECTIVES as ALL_OBJECTIVES
+from ...model.objective import OBJECTIVE_ALIASES
+from ..base import Hooks, Stopwatch
+from ..contract import Problem, SolverResult
+from ..groups import allowed_devices, device_cycle, nonconvex_devices, pipeline_order, set_text
+from .backends import MilpOptions, solve_milp
+from .pipeline import add_pipeline_constraints, pipeline_start_values
+from .result import memory_diagnosis, milp_result
+from .symmetry import add_symmetry_breaking, canonical, interchangeable_sets
+from .warm_start import best_warm_start, better_elsewhere_note, warm_start_note
 
-OBJECTIVES = ("max_load", "max_forward_plus_max_backward")
+OBJECTIVES = tuple(o for o in ALL_OBJECTIVES if o != "latency")
+
+#: The sets of placements the models optimise over (``bound_set`` of their proven bounds).
+SET_PIPELINE, SET_CONVEX, SET_ANY = "pipeline", "convex", "any"
 
 #: Share of the time limit the warm starts may use in all (the integer program gets the rest).
 WARM_SHARE = 0.4
@@ -84,7 +97,7 @@ class IlpOptions(MilpOptions):
                 "lets two devices feed each other in a cycle; default: pipeline splits, as the DP"})
     objective: str = field(default="max_load", metadata={
         "help": "max_load, or max_forward_plus_max_backward (training: max forward load + max backward load)",
-        "choices": OBJECTIVES})
+        "choices": OBJECTIVES, "aliases": OBJECTIVE_ALIASES})
     overlap: bool = field(default=False, metadata={
         "help": "communication overlaps compute: a device's load is max(compute, communication) (the paper's "
                 "Appendix G; the value is then evaluate(..., overlap=True))"})
@@ -98,15 +111,11 @@ class IlpNoncontigOptions(IlpOptions):
         "help": "contiguous splits: pipeline splits (the DP's set), or per-device convex sets with device_cycles"})
 
 
-def _objective_name(opts: IlpOptions) -> str:
-    return "throughput" if opts.objective == "max_load" else opts.objective
-
-
 def model_set(opts: IlpOptions) -> str:
-    """The set of placements the model optimises over (``SET_PIPELINE``, ``SET_CONVEX`` or ``SET_ANY``).
+    """The set of placements the model optimises over (its ``bound_set``).
 
     >>> model_set(IlpOptions()), model_set(IlpOptions(device_cycles=True)), model_set(IlpNoncontigOptions())
-    ('pipeline splits', 'per-device convex sets', 'all placements')
+    ('pipeline', 'convex', 'any')
     """
     if not opts.contiguous:
         return SET_ANY
@@ -120,7 +129,7 @@ class OutOfTime(Exception):
 def build_model(prob, allowed, opts: IlpOptions, sym_sets, order=None, check=None):
     """The PuLP model; returns ``(lp, x, y)`` with ``x[(g, d)]`` the assignment variables and
     ``y`` the device-order variables of a pipeline model (``{}`` otherwise; ``order``:
-    :func:`~viz_place.solvers._ilp_common.pipeline_order`, needed for it). ``check()`` is polled
+    :func:`~viz_place.solvers.groups.pipeline_order`, needed for it). ``check()`` is polled
     while building; when it returns true, :class:`OutOfTime` is raised."""
     def poll() -> None:
         if check is not None and check():
@@ -237,20 +246,18 @@ def build_model(prob, allowed, opts: IlpOptions, sym_sets, order=None, check=Non
     return lp, x, y
 
 
-def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress=None, cancel=None) -> Placement:
+def solve(problem: Problem, opts: IlpOptions, hooks: Hooks) -> SolverResult:
     """Minimise max-load (or max forward + max backward load) with a MILP.
 
-    Returns a placement with status ``"optimal"``, ``"feasible"`` (message with
-    the gap) or ``"cancelled"`` (the best placement so far); raises
+    Status ``"optimal"``, ``"feasible"`` (message with the gap) or
+    ``"cancelled"`` (the best placement so far); raises
     :class:`~viz_place.errors.InfeasibleError` (with the reason) when no
     placement exists and :class:`~viz_place.errors.SolverError` when the time
     limit ran out before any placement was found (``"no solution in time"``).
     """
     watch = Stopwatch()
-    opts, pins, prob = prepare(graph, cluster, pins, options, IlpOptions)
-    hooks = Hooks(progress, cancel)
+    prob, pins = problem.compiled, problem.pins
     solver = "ilp" if opts.contiguous else "ilp-noncontig"
-    objective = _objective_name(opts)
     allowed = allowed_devices(prob, pins)
     sym_sets = interchangeable_sets(prob, pins) if opts.symmetry_breaking else []
     fwd_mask = [not b for b in prob.backward.tolist()]
@@ -272,21 +279,22 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
 
     warm = None
     rejected: list = []
+    failures: list = []
     if opts.warm_start:
         hooks.report(0.0, "warm start: DP and heuristic baselines", force=True)
         # the time limit covers everything: warm starts get at most WARM_SHARE of it (the DP a quarter)
         tl = opts.time_limit
-        warm = best_warm_start(prob, pins, objective, WARM_SOLVERS,
+        warm = best_warm_start(problem, WARM_SOLVERS,
                                accept=(lambda dev: outside_model(dev) is None) if kind != SET_ANY else None,
                                cancel=lambda: hooks.cancelled,
                                budget={"dp": max(0.2, tl / 4), "*": max(0.1, tl / 20)},
                                options={"dp": {"time_limit": max(0.2, tl / 4)},
                                         "local-search": {"seed": 0, "restarts": 2, "time_limit": max(0.1, tl / 20)}},
-                               rejected=rejected, overlap=opts.overlap,
+                               rejected=rejected, failures=failures,
                                deadline=watch.start + WARM_SHARE * tl)
         if warm is not None:
             warm = (canonical(prob, warm[0], sym_sets), warm[1])
-            value = evaluate_indices(prob, warm[0], overlap=opts.overlap).value(objective)
+            value = problem.value(warm[0])
             hooks.report(0.0, f"warm start from {warm[1]}: {value:.6g}", incumbent=value, force=True)
     hooks.report(0.0, "building the integer program", force=True)
     try:
@@ -294,14 +302,14 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
                                check=lambda: watch.elapsed > BUILD_SHARE * opts.time_limit or hooks.cancelled)
     except OutOfTime:
         if warm is None:
-            from ..errors import SolverError
             raise SolverError(f"{solver}: no solution in time: the time limit of {opts.time_limit:g} s ran out "
                               "while building the integer program; raise the time limit") from None
         stop = "cancelled" if hooks.cancelled else "time limit reached"
-        return finish(prob, solver=solver, objective=objective, options=asdict(opts), pins=pins, res=None,
-                      ilp_dev=None, warm=warm, wall=watch.elapsed, extra_ok=outside_model, overlap=opts.overlap,
-                      scope=scope_text(kind), status_override="cancelled" if hooks.cancelled else None,
-                      model_note=f"{stop} while building the integer program")
+        result, _ = milp_result(problem, solver=solver, res=None, ilp_dev=None, warm=warm, bound_set=None,
+                                extra_ok=outside_model, scope=set_text(kind),
+                                status_override="cancelled" if hooks.cancelled else None,
+                                model_note=f"{stop} while building the integer program")
+        return result
     start_values = None
     if warm is not None:
         start_values = {x[g, d].name: float(int(warm[0][prob.groups[g][0]]) == d) for (g, d) in x}
@@ -317,30 +325,17 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
             d = max(ds, key=lambda d: res.values.get(x[g, d].name, 0.0))
             ilp_dev[list(prob.groups[g])] = d
     if res.status == "infeasible" and warm is None:
-        from ..errors import InfeasibleError
-        extra = f" {scope_text(kind)}" if kind != SET_ANY else ""
+        extra = f" {set_text(kind)}" if kind != SET_ANY else ""
         raise InfeasibleError(f"infeasible{extra}: {memory_diagnosis(prob, allowed)}")
-    p = finish(prob, solver=solver, objective=objective, options=asdict(opts), pins=pins, res=res,
-               ilp_dev=ilp_dev, warm=warm, wall=watch.elapsed, extra_ok=outside_model, overlap=opts.overlap,
-               model_note="loads with overlap: max(compute, communication)" if opts.overlap else "",
-               scope=scope_text(kind))
+    result, value = milp_result(problem, solver=solver, res=res, ilp_dev=ilp_dev, warm=warm, bound_set=kind,
+                                extra_ok=outside_model, scope=set_text(kind),
+                                model_note="loads with overlap: max(compute, communication)" if opts.overlap else "")
+    notes = [warm_start_note(failures)]
     if kind == SET_PIPELINE:
-        return better_elsewhere_note(p, rejected, "-o device_cycles=true (per-device convex sets) or solver "
-                                     "ilp-noncontig allow such placements", what="devices feeding each other")
-    if kind == SET_CONVEX:
-        return better_elsewhere_note(p, rejected, "solver ilp-noncontig allows such placements")
-    return p
-
-
-def solve_noncontig(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress=None,
-                    cancel=None) -> Placement:
-    """:func:`solve` with ``contiguous=False`` by default (an accelerator may hold several pieces)."""
-    opts = make_options(IlpNoncontigOptions, options)
-    return solve(graph, cluster, pins=pins, options=opts, progress=progress, cancel=cancel)
-
-
-register(SolverInfo("ilp", solve, IlpOptions, "throughput",
-                    "integer program, pipeline splits as dp (or per-device convex sets: -o device_cycles=true); "
-                    "min max-load; CBC or HiGHS", exact=True))
-register(SolverInfo("ilp-noncontig", solve_noncontig, IlpNoncontigOptions, "throughput",
-                    "integer program over all placements (non-contiguous; min max-load; CBC or HiGHS)", exact=True))
+        notes.append(better_elsewhere_note(value, rejected, "-o device_cycles=true (per-device convex sets) or "
+                                           "solver ilp-noncontig allow such placements",
+                                           what="devices feeding each other"))
+    elif kind == SET_CONVEX:
+        notes.append(better_elsewhere_note(value, rejected, "solver ilp-noncontig allows such placements"))
+    result.message = "; ".join(filter(None, [result.message, *notes]))
+    return result
