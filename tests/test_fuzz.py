@@ -168,20 +168,20 @@ def test_cbc_restart_triggers_a_strategy_0_resolve(monkeypatch):
     """When CBC restarts (Cbc0044I), its answer is not taken as proof: a -strategy 0 run decides."""
     import pulp
 
-    from viz_place.solvers.milp import backends as milp
+    from viz_place.solvers.milp import backends, cbc
     calls = []
 
     def fake_run(lp, time_limit, gap, warm_start, hooks, threads, extra):
         calls.append((extra, warm_start))
         if not extra:   # the first run restarted and "proved" 3 with a bound of 3; before the restart: 1
-            return milp.MilpResult("feasible", "cbc", values={"x": 1.0, "y": 1.0}, objective=3.0, bound=3.0), (1.0,)
-        return milp.MilpResult("feasible", "cbc", values={"x": 1.0, "y": 0.0}, objective=1.0, bound=1.0), None
-    monkeypatch.setattr(milp, "_run_cbc", fake_run)
+            return backends.MilpResult("feasible", "cbc", values={"x": 1.0, "y": 1.0}, objective=3.0, bound=3.0), (1.0,)
+        return backends.MilpResult("feasible", "cbc", values={"x": 1.0, "y": 0.0}, objective=1.0, bound=1.0), None
+    monkeypatch.setattr(cbc, "_run_cbc", fake_run)
     lp = pulp.LpProblem("t", pulp.LpMinimize)
     x, y = lp.add_variable("x", cat="Binary"), lp.add_variable("y", cat="Binary")
     lp += x + 2 * y
     lp += x + y >= 1
-    res = milp.solve_milp(lp, backend="cbc", time_limit=10)
+    res = backends.solve_milp(lp, backend="cbc", time_limit=10)
     assert [c[0] for c in calls] == [(), ("-strategy", "0")]
     assert calls[1][1] == {"x": 1.0, "y": 1.0}          # warm-started from the first run's solution
     assert (res.status, res.objective, res.bound) == ("optimal", 1.0, 1.0)
