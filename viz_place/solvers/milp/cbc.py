@@ -36,7 +36,11 @@ CBC_RESTART = "Cbc0044I"
 #: Seconds CBC gets to obey SIGINT (it only checks between phases) before it is killed: after the time
 #: limit (so a run ends within limit + 2 s; a killed CBC loses its incumbent, the caller keeps its warm
 #: start), and after a cancel.
-KILL_AFTER = 1.25
+KILL_AFTER = 1.0
+
+#: CBC gets SIGINT this much before the limit (at most a tenth of it), so that a CBC deaf to it is
+#: killed soon after the limit.
+SIGINT_EARLY = 0.5
 KILL_AFTER_CANCEL = 4.0
 
 _RE_SOLUTION = re.compile(r"(?:Integer solution of|MIPStart provided solution with cost) (\S+)")
@@ -129,7 +133,7 @@ def _run_cbc(lp, time_limit, gap, warm_start, hooks: Hooks, threads: int, extra:
             if interrupted_at is None:
                 if hooks.cancelled:
                     stopped_by = "cancel"
-                elif time_limit is not None and elapsed > time_limit + GRACE_SECONDS:
+                elif time_limit is not None and elapsed > time_limit + GRACE_SECONDS - min(SIGINT_EARLY, 0.1 * time_limit):
                     stopped_by = "time limit"
                 if stopped_by:
                     proc.send_signal(signal.SIGINT)
