@@ -198,6 +198,12 @@ def test_huge_latency_is_refused_naming_the_node(tmp_path):
     path.write_text(json.dumps({"maxFPGAs": 2, "maxCPUs": 1, "maxSizePerFPGA": 100.0, "nodes": nodes, "edges": edges}))
     with pytest.raises(GraphValidationError, match=r"node '1': latency on 'cpu' 1e\+308 .*above the largest total"):
         load_graph(path)
+    import subprocess
+    import sys
+    cli = Path(sys.executable).with_name("viz-place")
+    run = subprocess.run([str(cli), "solve", str(path), "--solver", "dp"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and run.stdout == ""
+    assert len(run.stderr.strip().splitlines()) == 1 and "node '1': latency on 'cpu' 1e+308" in run.stderr, run.stderr
     # two figures that each pass but sum past the limit are refused too, naming the larger
     with pytest.raises(GraphValidationError, match=r"node 'b': field 'size' 7e\+14 brings the graph's total to 1.3e\+15"):
         OpGraph.from_records([{"id": "a", "latency": {"cpu": 1.0}, "size": 6e14},

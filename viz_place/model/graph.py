@@ -95,6 +95,17 @@ def _num(value: Any, where: str, *, allow_none: bool = False, default: float | N
     return value
 
 
+def _flag(value: Any, where: str, **names: Any) -> bool:
+    """A boolean attribute: true/false (or 0/1); ``"maybe"`` or ``3`` are refused, not read as true."""
+    if value is None:
+        return False
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise GraphValidationError(f"{where} must be true or false, got {value!r}", **names)
+
+
 def _normalise_node(node_id: str, attrs: Mapping[str, Any]) -> Node:
     unknown = set(attrs) - set(NODE_FIELDS) - {"id"}
     if unknown:
@@ -106,7 +117,8 @@ def _normalise_node(node_id: str, attrs: Mapping[str, Any]) -> Node:
                                    field="latency")
     latency = {}
     for kind, t in lat.items():
-        latency[str(kind)] = _num(t, f"node {node_id!r}: latency on {kind!r}", node=node_id, field="latency")
+        latency[str(kind)] = _num(t, f"node {node_id!r}: latency on {kind!r}", default=None, node=node_id,
+                                  field="latency")
     cc = attrs.get("color_class")
     return Node(
         id=node_id,
@@ -114,12 +126,17 @@ def _normalise_node(node_id: str, attrs: Mapping[str, Any]) -> Node:
         op_type=str(attrs.get("op_type") or "op"),
         latency=MappingProxyType(latency),
         size=_num(attrs.get("size"), f"node {node_id!r}: field 'size'", node=node_id, field="size"),
-        backward=bool(attrs.get("backward", False)),
+        backward=_flag(attrs.get("backward", False), f"node {node_id!r}: field 'backward'", node=node_id,
+                       field="backward"),
         color_class=None if cc is None else str(cc),
-        transfer_cost=_num(attrs.get("transfer_cost"), f"node {node_id!r}: field 'transfer_cost'", node=node_id, field="transfer_cost"),
-        output_bytes=_num(attrs.get("output_bytes"), f"node {node_id!r}: field 'output_bytes'", node=node_id, field="output_bytes", allow_none=True),
-        flops=_num(attrs.get("flops"), f"node {node_id!r}: field 'flops'", node=node_id, field="flops", allow_none=True),
-        artificial=bool(attrs.get("artificial", False)),
+        transfer_cost=_num(attrs.get("transfer_cost"), f"node {node_id!r}: field 'transfer_cost'", node=node_id,
+                           field="transfer_cost"),
+        output_bytes=_num(attrs.get("output_bytes"), f"node {node_id!r}: field 'output_bytes'", node=node_id,
+                          field="output_bytes", allow_none=True),
+        flops=_num(attrs.get("flops"), f"node {node_id!r}: field 'flops'", node=node_id, field="flops",
+                   allow_none=True),
+        artificial=_flag(attrs.get("artificial", False), f"node {node_id!r}: field 'artificial'", node=node_id,
+                         field="artificial"),
         layer=None if attrs.get("layer") is None else str(attrs.get("layer")),
     )
 
@@ -135,10 +152,15 @@ class OpGraph:
 
     ``default_cluster`` is the device set that came with the file (the paper's
     ``maxFPGAs``/``maxCPUs``/``maxSizePerFPGA``), or ``None``.
+
+    ``source`` records where an imported graph came from, so the same model
+    can be rebuilt (for a PyTorch import: ``spec``, ``overrides``, ``batch``,
+    ``seq_len``, ``seed``, ``granularity``, ``depth``, ``tracer``,
+    ``training``...), or ``None``. It must be a JSON-like mapping with string keys.
     """
 
     def __init__(self, graph: nx.DiGraph, *, name: str = "graph", default_cluster=None,
-                 notes: Sequence[str] = ()) -> None:
+                 notes: Sequence[str] = (), source: Mapping[str, Any] | None = None) -> None:
         if not isinstance(graph, nx.DiGraph) or isinstance(graph, nx.MultiDiGraph):
             raise GraphValidationError("graph must be a networkx.DiGraph (not a multigraph)")
         g = nx.DiGraph()
@@ -156,12 +178,14 @@ class OpGraph:
         self.name = name
         self.default_cluster = default_cluster
         self.notes: list[str] = list(notes)
+        self.source: dict[str, Any] | None = _check_source(source)
         for node_id, rec in records.items():
             g.add_node(node_id, **rec.to_attrs())
         for u, v, attrs in graph.edges(data=True):
             g.add_edge(str(u), str(v),
                        bytes=_num(attrs.get("bytes"), f"edge {u} -> {v}: field 'bytes'", allow_none=True),
-                       artificial=bool(attrs.get("artificial", False)))
+                       artificial=_flag(attrs.get("artificial", False), f"edge {u} -> {v}: field 'artificial'",
+                                        edge=(str(u), str(v)), field="artificial"))
         validate_graph(g)
         self.notes.extend(_add_artificial_forward_twins(g))
         nx.freeze(g)
@@ -308,30 +332,44 @@ def check_totals(g: nx.DiGraph) -> None:
     viz_place.errors.GraphValidationError: node 'a': latency on 'cpu' 1e+308 brings the graph's total to 1e+308, above the largest total accepted (1e+15): such sums lose the small figures in floating point
     """
     totals: dict[str, list] = {}   # figure -> [total, largest value, its node]
+    fields: dict[str, str] = {}
 
-    def add(what: str, node, value: float) -> None:
+    def add(what: str, node, value: float, field: str) -> None:
+        fields[what] = field
         t = totals.setdefault(what, [0.0, -1.0, node])
         t[0] += value
         if value > t[1]:
             t[1], t[2] = value, node
     for n, a in g.nodes(data=True):
         for kind, t in (a.get("latency") or {}).items():
-            add(f"latency on {kind!r}", n, float(t))
-        add("field 'size'", n, float(a.get("size") or 0.0))
-        add("field 'transfer_cost'", n, float(a.get("transfer_cost") or 0.0))
+            add(f"latency on {kind!r}", n, float(t), "latency")
+        add("field 'size'", n, float(a.get("size") or 0.0), "size")
+        add("field 'transfer_cost'", n, float(a.get("transfer_cost") or 0.0), "transfer_cost")
     for what, (total, value, node) in totals.items():
         if not total <= MAX_TOTAL:
             raise GraphValidationError(
                 f"node {node!r}: {what} {value:.6g} brings the graph's total to {total:.6g}, above the largest "
-                f"total accepted ({MAX_TOTAL:.6g}): such sums lose the small figures in floating point")
+                f"total accepted ({MAX_TOTAL:.6g}): such sums lose the small figures in floating point",
+                node=str(node), field=fields[what])
+
+
+def _check_source(source: Any) -> dict[str, Any] | None:
+    if source is None:
+        return None
+    if not isinstance(source, Mapping) or not all(isinstance(k, str) for k in source):
+        raise GraphValidationError(f"graph field 'source' must be an object with string keys, got {source!r:.80}")
+    return dict(source)
 
 
 def validate_graph(g: nx.DiGraph) -> None:
     """Reject malformed graphs with a message naming the culprit.
 
-    Checks: self-loops, cycles (naming one), negative/NaN numbers (done while
-    normalising attributes), backward -> forward edges, totals past :data:`MAX_TOTAL`.
+    Checks: at least one node, self-loops, cycles (naming one),
+    negative/NaN/infinite numbers and missing latencies (done while normalising
+    attributes), backward -> forward edges, totals past :data:`MAX_TOTAL`.
     """
+    if g.number_of_nodes() == 0:
+        raise GraphValidationError("graph has no nodes: there is nothing to place", field="nodes")
     check_totals(g)
     for u, v in nx.selfloop_edges(g):
         raise GraphValidationError(f"edge {u} -> {v}: self-loop", edge=(u, v), node=u)
