@@ -6,8 +6,6 @@ time / cancelled with the incumbent); time limit; both back-ends.
 """
 from __future__ import annotations
 
-import doctest
-import importlib
 import math
 import threading
 import time
@@ -261,19 +259,6 @@ def test_adapter_rejects_unknown_backend():
     lp, _ = _knapsack(3)
     with pytest.raises(SolverError, match="unknown MILP back-end"):
         solve_milp(lp, backend="gurobi")
-
-
-@pytest.mark.parametrize("name", ["viz_place.solvers.milp", "viz_place.solvers.milp.backends",
-                                  "viz_place.solvers.milp.max_load", "viz_place.solvers.milp.latency",
-                                  "viz_place.solvers.milp.symmetry", "viz_place.solvers.baselines",
-                                  "viz_place.solvers.baselines.fills", "viz_place.solvers.baselines.single_device",
-                                  "viz_place.solvers.baselines.expert", "viz_place.solvers.baselines.pipedream",
-                                  "viz_place.solvers.baselines.local_search", "viz_place.solvers.groups"])
-def test_docstring_examples_run(name):
-    if name.endswith(("max_load", "latency")) and "highs" not in available_backends():
-        pytest.skip("examples use the HiGHS back-end")
-    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0
 
 
 def _with_artificial_edges(seed):

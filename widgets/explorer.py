@@ -23,12 +23,13 @@ from .devices_panel import DevicesEditor
 from .files_panel import FilesPanel
 from .graph_panel import GraphPanel
 from .metrics_panel import MetricsPanel
+from .pipeline_panel import PipelinePanel
 from .solver_panel import SolverPanel
 from .state import ExplorerState
 from .tradeoffs_panel import TradeoffsPanel
 
-TABS = ("Node & pins", "Devices", "Solver", "Metrics", "Trade-offs", "Load & export")
-_TAB_KEYS = {1: "devices", 2: "solver", 4: "tradeoffs", 5: "files"}
+TABS = ("Node & pins", "Devices", "Solver", "Metrics", "Pipeline", "Trade-offs", "Load & export")
+_TAB_KEYS = {1: "devices", 2: "solver", 4: "pipeline", 5: "tradeoffs", 6: "files"}
 
 
 def resolve_graph(graph_or_path: Any, example_inputs: Any = None, *, overrides: Mapping[str, Any] | None = None,
@@ -74,7 +75,8 @@ class PlacementExplorer(W.VBox):
         ``depth``, ``training``, ``profile``, ``calibration`` (see
         :func:`viz_place.io.torch_import.import_torch`).
     cluster, placement, pins : optional starting devices, placement and pins
-        (default: the file's devices, every node on a host device, no pins).
+        (default: the file's devices, the quick starting placement of
+        :func:`viz_place.start.starting_placement` — the ``topo-fill`` baseline —, no pins).
     load_bokehjs : load BokehJS into the page (inline, no CDN); default: when in a kernel.
     workdir : where exports and sessions are written by default.
 
@@ -98,12 +100,14 @@ class PlacementExplorer(W.VBox):
         # The other panels are built when their tab is first opened (or the attribute first
         # used): fewer widgets to create up front makes the explorer open faster.
         self._factories = {"devices": lambda: DevicesEditor(self.state), "solver": lambda: SolverPanel(self.state),
+                           "pipeline": lambda: PipelinePanel(self.state),
                            "tradeoffs": lambda: TradeoffsPanel(self.state),
                            "files": lambda: FilesPanel(self.state, workdir=workdir)}
         self._panels: dict[str, Any] = {}
         self._slots = {k: W.VBox() for k in self._factories}
         self.tabs = W.Tab(children=[self.graph_panel.controls, self._slots["devices"], self._slots["solver"],
-                                    self.metrics.widget, self._slots["tradeoffs"], self._slots["files"]])
+                                    self.metrics.widget, self._slots["pipeline"], self._slots["tradeoffs"],
+                                    self._slots["files"]])
         self.tabs.titles = TABS
         self.tabs.observe(self._on_tab, "selected_index")
         self.title = W.HTML()
@@ -135,6 +139,10 @@ class PlacementExplorer(W.VBox):
         return self._panel("solver")
 
     @property
+    def pipeline(self) -> PipelinePanel:
+        return self._panel("pipeline")
+
+    @property
     def tradeoffs(self) -> TradeoffsPanel:
         return self._panel("tradeoffs")
 
@@ -149,6 +157,16 @@ class PlacementExplorer(W.VBox):
             out.append(self._panels["tradeoffs"].plots)
         if "solver" in self._panels:
             out.append(self._panels["solver"].curve_widget)
+        if "pipeline" in self._panels:
+            out += [self._panels["pipeline"].plots, self._panels["pipeline"].devices_plot]
+        return out
+
+    def figures(self) -> dict[str, Any]:
+        """The live Bokeh figures by name (building the tabs they live in): ``graph``,
+        ``pipeline``, ``latency_schedule``, ``devices_graph``, ``load``, ``memory``."""
+        out = {"graph": self.graph_panel.view.figure}
+        out.update(self.pipeline.figures())
+        out.update(load=self.metrics.view.load_figure, memory=self.metrics.view.memory_figure)
         return out
 
     def refresh(self) -> None:

@@ -8,10 +8,13 @@ Edits that would break the model are refused with a
 
 >>> from viz_place.samples import make_graph
 >>> s = ExplorerState(make_graph("chain", 6))
->>> s.move(s.graph.node_ids[0], "fpga:0"); s.placement[s.graph.node_ids[0]]
+>>> first = s.graph.node_ids[0]
+>>> s.placement[first]        # the starting placement (the topo-fill baseline) uses the accelerators
 'fpga:0'
->>> _ = s.undo(); s.placement[s.graph.node_ids[0]]
+>>> s.move(first, "cpu:0"); s.placement[first]
 'cpu:0'
+>>> _ = s.undo(); s.placement[first]
+'fpga:0'
 """
 from __future__ import annotations
 

@@ -6,6 +6,15 @@ exit with status 2 and one line on stderr naming the problem — never a
 traceback. A bug (:class:`~viz_place.errors.InternalError`, or any other
 unexpected exception) exits with status 1 and ``internal error (please report): ...``
 (``VIZ_PLACE_DEBUG=1`` shows the traceback for bug reports).
+
+>>> main(["info", "chain", "--json"])          # doctest: +ELLIPSIS
+{
+ "name": "chain",
+ "nodes": 24,
+ ...
+0
+>>> main(["info", "no-such-graph"])           # the one-line message goes to stderr
+2
 """
 from __future__ import annotations
 

@@ -1,4 +1,14 @@
-"""``viz-place solve`` and ``viz-place compare`` — generic over the solver registry."""
+"""``viz-place solve`` and ``viz-place compare`` — generic over the solver registry.
+
+>>> from viz_place.cli.main import main
+>>> main(["compare", "chain", "--solvers", "dp,topo-fill"])                  # doctest: +ELLIPSIS
+solver ...
+dp ...
+topo-fill ...
+0
+>>> main(["solve", "chain", "--solver", "no-such"])                          # the one-line error is on stderr
+2
+"""
 from __future__ import annotations
 
 import dataclasses

@@ -1,6 +1,7 @@
 """The one cost evaluator: every number a user sees comes from here.
 
-Throughput semantics (DESIGN.md §2, the paper's model exactly):
+Throughput semantics (the paper's model exactly, generalised to device classes; the README's
+*Concepts and the cost model*):
 
 * compute of a device = sum of its nodes' latencies on that device;
 * communication of a device that pays communication: for every source node

@@ -12,6 +12,16 @@ Split JSON: ``{"maxLoad": x, "cpus": [{"nodes": [...]}], "fpgas": [{"nodes": [..
 A split that lists only forward nodes (an inference split applied to a
 training graph) places each other node with its colour class, as the authors'
 evaluator does.
+
+>>> g = graph_from_paper_dict({"maxFPGAs": 1, "maxCPUs": 1, "maxSizePerFPGA": 10.0,
+...     "nodes": [{"id": 0, "cpuLatency": 4.0, "fpgaLatency": 1.0, "supportedOnFpga": True, "isBackwardNode": False},
+...               {"id": 1, "cpuLatency": 2.0, "fpgaLatency": 1.0, "supportedOnFpga": False, "isBackwardNode": False}],
+...     "edges": [{"sourceId": 0, "destId": 1, "cost": 0.5}]})
+>>> g.node_ids, [c.name for c in g.default_cluster.classes]
+(('0', '1'), ['fpga', 'cpu'])
+>>> p = placement_from_split(g, g.default_cluster, {"cpus": [{"nodes": [1]}], "fpgas": [{"nodes": [0]}]})
+>>> dict(p.assignment)
+{'0': 'fpga:0', '1': 'cpu:0'}
 """
 from __future__ import annotations
 

@@ -13,7 +13,9 @@ A colocation group is a colour class with its backward twins, or a single node
 * :func:`pipeline_order`, :func:`device_cycle`, :func:`device_sequence` —
   pipeline splits (the DP's set): devices in an order where every ordering edge
   stays on a device or goes forward; :func:`set_text` names the sets
-  (``bound_set``) in messages.
+  (``bound_set``) in messages;
+* :func:`host_assignment` — every group at its pin, else on the first device that runs all its nodes
+  with unlimited memory (a host CPU).
 
 >>> from viz_place.testing import random_instance
 >>> from viz_place.cost import compile_problem
@@ -32,6 +34,7 @@ import numpy as np
 
 from ..cost.compiled import CompiledProblem
 from ..errors import InfeasibleError
+from ..model import Cluster, OpGraph
 
 
 def group_label(prob: CompiledProblem, g: int) -> str:
@@ -194,3 +197,27 @@ def device_sequence(prob: CompiledProblem, dev: Sequence[int], order=None) -> li
     used = set(int(d) for d in dev)
     seq = list(nx.lexicographical_topological_sort(dg))
     return [d for d in seq if d in used] + [d for d in seq if d not in used]
+
+
+def host_assignment(graph: OpGraph, cluster: Cluster, pins=None) -> dict[str, str]:
+    """Every colocation group at its pin, else on the first device (cluster order) that can run all its nodes and
+    has unlimited memory; failing that the first that can run them; failing that the first device.
+
+    >>> g = OpGraph.from_records([{"id": "a", "latency": {"cpu": 1.0, "fpga": 0.5}}], [])
+    >>> host_assignment(g, Cluster.paper(2, 1, 10.0))
+    {'a': 'cpu:0'}
+    """
+    pins = dict(pins or {})
+    devices = cluster.devices
+    assignment: dict[str, str] = {}
+    for group in graph.colocation_groups:
+        pinned = next((pins[n] for n in group if n in pins), None)
+        if pinned is not None:
+            target = pinned
+        else:
+            kinds_ok = [d for d in devices if all(graph.node(n).supported_on(d.cls.kind) for n in group)]
+            unlimited = [d for d in kinds_ok if d.cls.memory is None]
+            target = (unlimited or kinds_ok or list(devices))[0].name
+        for n in group:
+            assignment[n] = target
+    return assignment

@@ -67,6 +67,9 @@ from .result import memory_diagnosis, milp_result
 from .symmetry import add_symmetry_breaking, canonical, interchangeable_sets
 from .warm_start import best_warm_start, better_elsewhere_note, warm_start_note
 
+#: The examples above use the HiGHS back-end (tests/test_doctests.py skips them without it).
+__doctest_requires__ = ("highspy",)
+
 OBJECTIVES = tuple(o for o in ALL_OBJECTIVES if o != "latency")
 
 #: The sets of placements the models optimise over (``bound_set`` of their proven bounds).
@@ -77,6 +80,7 @@ WARM_SHARE = 0.4
 #: Building the model must end within this share of the time limit (else the warm start is returned):
 #: writing it out for the back-end and solving get the rest.
 BUILD_SHARE = 0.75
+
 
 #: Solvers tried, in this order, for the warm start (missing ones are skipped).
 WARM_SOLVERS = ("dp", "pipedream", "topo-fill", "single-device", "greedy-latency", "local-search")
@@ -126,27 +130,75 @@ class OutOfTime(Exception):
     """Raised by :func:`build_model` when its ``check`` says the time is up."""
 
 
+def model_set(opts: IlpOptions) -> str:
+    """The set of placements the model optimises over (its ``bound_set``).
+
+    >>> model_set(IlpOptions()), model_set(IlpOptions(device_cycles=True)), model_set(IlpNoncontigOptions())
+    ('pipeline', 'convex', 'any')
+    """
+    if not opts.contiguous:
+        return SET_ANY
+    return SET_CONVEX if opts.device_cycles else SET_PIPELINE
+
+
+class OutOfTime(Exception):
+    """Raised by :func:`build_model` when its ``check`` says the time is up."""
+
+
 def build_model(prob, allowed, opts: IlpOptions, sym_sets, order=None, check=None):
     """The PuLP model; returns ``(lp, x, y)`` with ``x[(g, d)]`` the assignment variables and
     ``y`` the device-order variables of a pipeline model (``{}`` otherwise; ``order``:
     :func:`~viz_place.solvers.groups.pipeline_order`, needed for it). ``check()`` is polled
-    while building; when it returns true, :class:`OutOfTime` is raised."""
+    while building; when it returns true, :class:`OutOfTime` is raised.
+
+    Built in the order of the module docstring: assignment, compute terms,
+    memory, communication, device order (pipeline splits), contiguity (also for
+    pipeline splits: they are convex, and the rows tighten the relaxation),
+    symmetry breaking, then the objective rows.
+    """
     def poll() -> None:
         if check is not None and check():
             raise OutOfTime()
+    kind = model_set(opts)
     lp = pulp.LpProblem("max_load", pulp.LpMinimize)
-    D = prob.num_devices
-    group = prob.group
+    x = add_assignment(lp, allowed)
+    parts = compute_terms(prob, allowed, x)
+    add_memory_rows(lp, prob, allowed, x)
+    add_communication(lp, prob, x, parts, poll=poll)
+    y: dict = {}
+    if kind == SET_PIPELINE:
+        y = add_pipeline_constraints(lp, prob, x, order if order is not None else pipeline_order(prob), poll=poll)
+    if kind in (SET_CONVEX, SET_PIPELINE):
+        add_contiguity(lp, prob, x, poll=poll)
+    poll()
+    add_symmetry_breaking(lp, x, len(allowed), sym_sets)
+    poll()
+    add_objective(lp, prob, allowed, opts, parts)
+    return lp, x, y
+
+
+def add_assignment(lp, allowed) -> dict:
+    """Binary ``x[g, d]`` for every allowed (group, device) pair; each group on exactly one device."""
     x = {(g, d): lp.add_variable(f"x_{g}_{d}", cat="Binary") for g, ds in enumerate(allowed) for d in ds}
     for g, ds in enumerate(allowed):
         lp += pulp.lpSum(x[g, d] for d in ds) == 1, f"assign_{g}"
+    return x
 
-    def X(v, d):
-        return x.get((int(group[v]), d))
 
-    # per device: variable -> coefficient (duplicates summed) of compute / communication, forward / backward
-    parts: dict[tuple[str, bool], list[dict]] = {(k, b): [{} for _ in range(D)]
+def _x_of(prob, x, v, d):
+    """The assignment variable of node ``v``'s group on device ``d`` (``None``: not allowed there)."""
+    return x.get((int(prob.group[v]), d))
+
+
+def compute_terms(prob, allowed, x) -> dict:
+    """Load terms per (part, backward) per device: ``{variable: coefficient}`` (duplicates summed).
+
+    ``part`` is ``"compute"`` or ``"comm"``; this fills the compute part, and
+    :func:`add_communication` the other.
+    """
+    parts: dict[tuple[str, bool], list[dict]] = {(k, b): [{} for _ in range(prob.num_devices)]
                                                  for k in ("compute", "comm") for b in (False, True)}
+    group = prob.group
     for v in range(prob.n):
         for d in allowed[int(group[v])]:
             t = prob.lat[v, d]
@@ -154,8 +206,12 @@ def build_model(prob, allowed, opts: IlpOptions, sym_sets, order=None, check=Non
                 terms = parts["compute", bool(prob.backward[v])][d]
                 var = x[int(group[v]), d]
                 terms[var] = terms.get(var, 0.0) + float(t)
-    # memory (normalised by capacity for good numerics)
-    for d in range(D):
+    return parts
+
+
+def add_memory_rows(lp, prob, allowed, x) -> None:
+    """Memory per capacity-limited device (rows normalised by the capacity, for good numerics)."""
+    for d in range(prob.num_devices):
         cap = prob.capacity[d]
         if np.isfinite(cap):
             terms = [(x[g, d], float(prob.size[list(prob.groups[g])].sum()))
@@ -164,19 +220,23 @@ def build_model(prob, allowed, opts: IlpOptions, sym_sets, order=None, check=Non
             if terms and sum(s for _, s in terms) > cap:
                 scale = cap if cap > 0 else 1.0
                 lp += pulp.LpAffineExpression([(var, s / scale) for var, s in terms]) <= cap / scale, f"mem_{d}"
-    # communication indicators
+
+
+def add_communication(lp, prob, x, parts, poll=None) -> None:
+    """``c[u, d] >= |x(u, d) - x(v, d)|`` per data source ``u``, successor group and paying device ``d``."""
+    group = prob.group
     for u in range(prob.n):
-        if u % 64 == 0:
+        if poll is not None and u % 64 == 0:
             poll()
         cost = float(prob.tcost[u])
         succ_groups = {int(group[v]) for v in prob.data_succs[u]} - {int(group[u])}
         if cost <= 0 or not succ_groups:
             continue
-        for d in range(D):
+        for d in range(prob.num_devices):
             pay = cost * float(prob.link[d]) if prob.pays[d] else 0.0
             if pay <= 0:
                 continue
-            xu = X(u, d)
+            xu = _x_of(prob, x, u, d)
             others = [x[h, d] for h in sorted(succ_groups) if (h, d) in x]
             if xu is None and not others:
                 continue
@@ -190,60 +250,63 @@ def build_model(prob, allowed, opts: IlpOptions, sym_sets, order=None, check=Non
             if xu is not None and len(others) < len(succ_groups):
                 lp += c >= xu   # some successor cannot be on d at all
             parts["comm", bool(prob.backward[u])][d][c] = pay
-    y: dict = {}
-    if model_set(opts) == SET_PIPELINE:
-        y = add_pipeline_constraints(lp, prob, x, order if order is not None else pipeline_order(prob), poll=poll)
-    # contiguity (convex forward set per device, CPUs included); pipeline splits are convex too, and
-    # these rows tighten the pipeline model's relaxation a lot (chains: proofs in seconds, not minutes)
-    if model_set(opts) in (SET_CONVEX, SET_PIPELINE):
-        fwd_nodes = [v for v in range(prob.n) if not prob.backward[v]]
-        fwd_edges = [(u, v) for v in fwd_nodes for u in prob.preds[v] if not prob.backward[u]]
-        for d in range(D):
+
+
+def add_contiguity(lp, prob, x, poll=None) -> None:
+    """The authors' convexity rows: each device's forward node set is convex (CPUs included)."""
+    group = prob.group
+    fwd_nodes = [v for v in range(prob.n) if not prob.backward[v]]
+    fwd_edges = [(u, v) for v in fwd_nodes for u in prob.preds[v] if not prob.backward[u]]
+    for d in range(prob.num_devices):
+        if poll is not None:
             poll()
-            if not any((int(group[v]), d) in x for v in fwd_nodes):
-                continue
-            z = {v: lp.add_variable(f"z_{v}_{d}", lowBound=0, upBound=1) for v in fwd_nodes}
-            for v in fwd_nodes:
-                xv = X(v, d)
-                if xv is not None:
-                    lp += z[v] >= xv
-            for u, v in fwd_edges:
-                lp += z[v] <= z[u]
-                xu, xv = X(u, d), X(v, d)
-                if xu is not None:
-                    lp += z[v] <= (xv if xv is not None else 0) - xu + 1
-    poll()
-    add_symmetry_breaking(lp, x, len(allowed), sym_sets)
-    poll()
+        if not any((int(group[v]), d) in x for v in fwd_nodes):
+            continue
+        z = {v: lp.add_variable(f"z_{v}_{d}", lowBound=0, upBound=1) for v in fwd_nodes}
+        for v in fwd_nodes:
+            xv = _x_of(prob, x, v, d)
+            if xv is not None:
+                lp += z[v] >= xv
+        for u, v in fwd_edges:
+            lp += z[v] <= z[u]
+            xu, xv = _x_of(prob, x, u, d), _x_of(prob, x, v, d)
+            if xu is not None:
+                lp += z[v] <= (xv if xv is not None else 0) - xu + 1
+
+
+def _add_load_rows(lp, var, d, parts, kinds, directions, name, overlap: bool) -> None:
+    """``var >= load of d`` over the given parts: one row (compute + communication) or, with
+    ``overlap``, one row per part (their max)."""
+    groups = [[(k, b) for k in kinds for b in directions]] if not overlap else \
+        [[(k, b) for b in directions] for k in kinds]
+    for i, keys in enumerate(groups):
+        terms: dict = {}
+        for key in keys:
+            for v, a in parts[key][d].items():
+                terms[v] = terms.get(v, 0.0) + a
+        if terms:
+            lp.addConstraint(var >= pulp.LpAffineExpression(terms), f"{name}_{d}_{i}")
+
+
+def add_objective(lp, prob, allowed, opts: IlpOptions, parts) -> None:
+    """``T >= load(d)`` for every device and minimise ``T`` (or ``T = F + B`` for the training objective)."""
     # every group runs somewhere: the max-load is at least its fastest compute
     floor = max((min(float(prob.lat[list(prob.groups[g]), d].sum()) for d in ds) for g, ds in enumerate(allowed)),
                 default=0.0)
     T = lp.add_variable("T", lowBound=floor * (1 - 1e-9) if opts.objective == "max_load" else 0)
-    def load_rows(var, d, kinds, directions, name):
-        # load = compute + communication, or with overlap max(compute, communication): one row per part
-        groups = [[(k, b) for k in kinds for b in directions]] if not opts.overlap else \
-            [[(k, b) for b in directions] for k in kinds]
-        for i, keys in enumerate(groups):
-            terms: dict = {}
-            for key in keys:
-                for v, a in parts[key][d].items():
-                    terms[v] = terms.get(v, 0.0) + a
-            if terms:
-                lp.addConstraint(var >= pulp.LpAffineExpression(terms), f"{name}_{d}_{i}")
-
+    loads = ("compute", "comm")
     if opts.objective == "max_load":
-        for d in range(D):
-            load_rows(T, d, ("compute", "comm"), (False, True), "load")
+        for d in range(prob.num_devices):
+            _add_load_rows(lp, T, d, parts, loads, (False, True), "load", opts.overlap)
         lp += T
     else:
         F = lp.add_variable("F", lowBound=0)
         B = lp.add_variable("B", lowBound=0)
-        for d in range(D):
-            load_rows(F, d, ("compute", "comm"), (False,), "fload")
-            load_rows(B, d, ("compute", "comm"), (True,), "bload")
+        for d in range(prob.num_devices):
+            _add_load_rows(lp, F, d, parts, loads, (False,), "fload", opts.overlap)
+            _add_load_rows(lp, B, d, parts, loads, (True,), "bload", opts.overlap)
         lp += T == F + B
         lp += T
-    return lp, x, y
 
 
 def solve(problem: Problem, opts: IlpOptions, hooks: Hooks) -> SolverResult:

@@ -4,6 +4,13 @@ with an honest status, message and the back-end's proven bound (shared by ``ilp`
 
 * :func:`milp_result` — the :class:`~viz_place.solvers.contract.SolverResult`;
 * :func:`memory_diagnosis` — a reason why no placement fits the memory.
+
+>>> from viz_place.cost import compile_problem
+>>> from viz_place.model import Cluster, OpGraph
+>>> g = OpGraph.from_records([{"id": "a", "latency": {"fpga": 1.0}, "size": 6.0},
+...                           {"id": "b", "latency": {"fpga": 1.0}, "size": 6.0}], [])
+>>> memory_diagnosis(compile_problem(g, Cluster.paper(1, 0, 10.0)), [[0], [0]])
+'nodes that can only go to memory-limited devices need 12 in total but fpga:0 offer 10'
 """
 from __future__ import annotations
 

@@ -7,6 +7,11 @@ and keeps the best valid placement the model can represent. A solver that fails
 is not silently dropped: ``failures`` collects ``"name: reason"`` for the
 message. :func:`better_elsewhere_note` tells when a placement outside the
 model's restriction was better.
+
+>>> warm_start_note(["dp: the graph has too many ideals"])
+'warm starts that failed: dp: the graph has too many ideals'
+>>> better_elsewhere_note(10.0, [(8.0, "local-search")], "solver ilp-noncontig allows such placements")
+'local-search found a placement outside this model (more pieces per device) with value 8; solver ilp-noncontig allows such placements'
 """
 from __future__ import annotations
 
