@@ -20,10 +20,10 @@ from .max_load import IlpNoncontigOptions, IlpOptions
 CHECK_OPTIONS = {"time_limit": 30.0}
 
 register(SolverInfo("ilp", max_load.solve, IlpOptions, "max_load",
-                    "integer program, contiguous splits (min max-load; CBC or HiGHS)", exact=True,
-                    check_options=CHECK_OPTIONS))
+                    "integer program, pipeline splits as dp (or per-device convex sets: -o device_cycles=true); "
+                    "min max-load; CBC or HiGHS", exact=True, check_options=CHECK_OPTIONS))
 register(SolverInfo("ilp-noncontig", max_load.solve, IlpNoncontigOptions, "max_load",
-                    "integer program, non-contiguous splits (min max-load; CBC or HiGHS)", exact=True,
+                    "integer program over all placements (non-contiguous; min max-load; CBC or HiGHS)", exact=True,
                     check_options=CHECK_OPTIONS))
 register(SolverInfo("latency-ilp", latency.solve, LatencyIlpOptions, "latency",
                     "integer program for single-sample latency (contiguous, or up to q pieces per accelerator)",

@@ -281,10 +281,10 @@ def solve(problem: Problem, opts: LatencyIlpOptions, hooks: Hooks) -> SolverResu
     if opts.warm_start:
         hooks.report(0.0, "warm start: greedy-latency and other baselines", force=True)
         warm = best_warm_start(problem, WARM_SOLVERS, accept=convex_ok,
-                               cancel=lambda: hooks.cancelled, budget=max(1.0, opts.time_limit / 4),
+                               cancel=lambda: hooks.cancelled, budget=max(0.1, opts.time_limit / 8),
                                options={"single-device": {"objective": "latency"},
-                                        "dp": {"time_limit": max(1.0, opts.time_limit / 4)}}, rejected=rejected,
-                               failures=failures)
+                                        "dp": {"time_limit": max(0.2, opts.time_limit / 8)}}, rejected=rejected,
+                               failures=failures, deadline=watch.start + 0.4 * opts.time_limit)
     if q > 1:   # the contiguous optimum first: a warm start and a fallback the evaluator always schedules
         hooks.report(0.0, "solving the contiguous model (q = 1) first", force=True)
         one = replace(opts, max_pieces_per_accelerator=1, time_limit=max(0.1, opts.time_limit / 3))
@@ -340,8 +340,8 @@ def solve(problem: Problem, opts: LatencyIlpOptions, hooks: Hooks) -> SolverResu
     result, value = milp_result(
         problem, solver="latency-ilp", res=res, ilp_dev=ilp_dev, warm=warm,
         bound_set=BOUND_SET_ONE_PIECE if q == 1 else None, extra_ok=check,
-        model_note="optimal means: over placements where each accelerator runs one contiguous piece"
-        if q == 1 else f"model: at most {q} contiguous pieces per accelerator, run in sequence")
+        scope="among placements where each accelerator runs one contiguous piece" if q == 1 else
+        f"among placements where each accelerator runs at most {q} contiguous pieces in sequence")
     notes = [better_elsewhere_note(value, rejected, "try a larger max_pieces_per_accelerator"),
              warm_start_note(failures)]
     if q > 1 and res.has_solution and res.objective is not None and \
