@@ -8,7 +8,7 @@ import pytest
 
 MODULES = [
     "viz_place", "viz_place.errors", "viz_place.model", "viz_place.model.devices", "viz_place.model.graph",
-    "viz_place.model.placement", "viz_place.cost", "viz_place.cost.compiled", "viz_place.cost.evaluate",
+    "viz_place.model.placement", "viz_place.model.units", "viz_place.cost", "viz_place.cost.compiled", "viz_place.cost.evaluate",
     "viz_place.cost.incremental", "viz_place.cost.latency", "viz_place.io.atomic", "viz_place.io.nodelink",
     "viz_place.solvers.base", "viz_place.solvers.registry", "viz_place.samples", "viz_place.samples.generators",
     "viz_place.testing",

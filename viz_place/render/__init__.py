@@ -7,9 +7,10 @@ these figures in widgets and calls the ``set_*`` updaters when its state changes
 """
 from .data import (device_bar_columns, device_colours, device_column, edge_polyline, format_bytes, legend_columns,
                    node_columns, pareto_front, pin_columns)
-from .figures import (CurveView, GraphView, MetricsView, TradeoffView, curve_view, graph_view, metrics_view,
-                      set_cluster, set_legend, set_metrics, set_pins, set_placement, set_sweep, set_tradeoffs,
-                      tradeoff_columns, tradeoff_view)
+from .charts import (CurveView, TradeoffView, curve_view, padded_range, reset_curve, set_sweep, set_tradeoffs,
+                     stream_curve, tradeoff_columns, tradeoff_view)
+from .figures import GraphView, MetricsView, graph_view, metrics_view, set_cluster, set_legend, set_metrics, set_pins, \
+    set_placement
 from .initial import fallback_placement, starting_placement
 from .layout import dot_available, layered_layout
 
@@ -17,4 +18,4 @@ __all__ = ["device_bar_columns", "device_colours", "device_column", "edge_polyli
            "node_columns", "pareto_front", "pin_columns", "CurveView", "GraphView", "MetricsView",
            "TradeoffView", "curve_view", "graph_view", "metrics_view", "set_cluster", "set_legend",
            "set_metrics", "set_pins", "set_placement", "set_sweep", "set_tradeoffs", "tradeoff_columns",
-           "tradeoff_view", "starting_placement", "fallback_placement", "dot_available", "layered_layout"]
+           "tradeoff_view", "padded_range", "reset_curve", "stream_curve", "starting_placement", "fallback_placement", "dot_available", "layered_layout"]
