@@ -169,10 +169,12 @@ class DevicesEditor:
             except VizPlaceError as err:
                 r.mark(str(err), getattr(err, "field", None))
                 ok = False
-        if ok:
-            ok = self._check_pins(classes)
         if not ok:
             self.message.value = error_html("not applied: fix the marked field; the last valid devices stay in force")
+            return False
+        problem = self._check_pins(classes)
+        if problem is not None:
+            self.message.value = error_html(f"not applied: {problem}; the last valid devices stay in force")
             return False
         try:
             cluster = Cluster(tuple(classes))
@@ -194,10 +196,10 @@ class DevicesEditor:
             self._syncing = False
         return True
 
-    def _check_pins(self, classes) -> bool:
-        """Refuse (marking the row's count or name) a change that removes a device a node is pinned to."""
+    def _check_pins(self, classes) -> str | None:
+        """Why the new classes would remove a device a node is pinned to (marking the row's
+        count field), or ``None`` when every pin keeps its device."""
         pins = self.state.pins
-        ok = True
         names = {c.name for c in classes}
         for r, c in zip(self.rows, classes):
             lost = sorted({d for d in pins.values() if d.startswith(f"{c.name}:")
@@ -206,17 +208,15 @@ class DevicesEditor:
             if lost:
                 nodes = [n for n, d in pins.items() if d == lost[-1]]
                 need = int(lost[-1].split(":")[1]) + 1
-                r.mark(f"field 'count': {c.count} would remove {lost[-1]}, where node {nodes[0]!r} is pinned; "
-                       f"keep count >= {need} or unpin it first", "count")
-                ok = False
-        for d in sorted(set(pins.values())):
+                msg = (f"field 'count': {c.count} would remove {lost[-1]}, where node {nodes[0]!r} is pinned; "
+                       f"keep count >= {need} or unpin it first")
+                r.mark(msg, "count")
+                return msg
+        for n, d in pins.items():
             cname = d.rsplit(":", 1)[0]
             if cname not in names:
-                row = next((r for r in self.rows if r.fields["name"].value.strip() not in names), None)
-                if row is not None:
-                    row.mark(f"field 'name': class {cname!r} holds pinned device {d}; unpin it first", "name")
-                ok = False
-        return ok
+                return f"class {cname!r} holds pinned device {d} (node {n!r}); unpin it first"
+        return None
 
     def _mark_cluster_error(self, err) -> None:
         """Outline the row (and field) a cluster-level error names (its ``device`` or ``field``)."""
