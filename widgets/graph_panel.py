@@ -68,7 +68,7 @@ class GraphPanel:
         self.widget = bokeh_widget(self.view.figure, layout=W.Layout(width="100%"))
         self.bokeh.children = (self.widget,)
         for w in old:
-            w.close()
+            w.retire()   # closing at once makes the kernel log "No such comm" (defect 8)
         self._on_cluster()
         self._on_pins()
         self._on_selected()

@@ -94,7 +94,7 @@ def run_solve(args) -> int:
     info, placement, ev = _run_one(args.solver, g, cluster, pins, args)
     if args.out:
         if args.format == "paper":
-            write_paper_split(args.out, g, cluster, placement, ev.max_load)
+            write_paper_split(args.out, g, cluster, placement, ev.max_load, evaluation=ev)
         elif args.format == "csv":
             write_placement_csv(args.out, g, placement, pins)
         else:

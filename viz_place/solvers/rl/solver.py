@@ -27,6 +27,8 @@ sweep, after the greedy sweeps and of the result, the number of sweeps and of ev
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -153,6 +155,7 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
         while not stop_search() and (opts.samples == 0 or n_samples < opts.samples) and \
                 (opts.patience == 0 or n_samples - last_gain < opts.patience):
             res = None
+            round_val = math.inf       # the objective this round reached (the curve's "episode" line)
             if opts.restart_after > 0 and quiet >= opts.restart_after:
                 # Diversify: descend from the next fill (then from random valid placements)
                 # instead of perturbing the best one.
@@ -167,6 +170,7 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
                 res = sweep(env, pol, rng, greedy=False, temperature=opts.temperature, record=learner is not None,
                             stop=stop_search)
                 gained = take(res)
+                round_val = min(round_val, res.end)
             n_samples += 1
             for _ in range(1000):
                 if stop_search():
@@ -175,6 +179,7 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
                              order=rng.permutation(env.free_groups).tolist() if opts.shuffle else None)
                 sweeps_done += 1
                 gained = take(res2) or gained
+                round_val = min(round_val, res2.end)
                 if not _progressed(res2):
                     break
             if gained:
@@ -188,7 +193,8 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
                     batch = []
             hooks.report(min(1.0, watch.elapsed / opts.time_limit) if opts.time_limit > 0 else None,
                          f"{n_samples} sampled sweeps: best {best_val:.6g}", incumbent=best_val,
-                         data={"sweep": sweeps_done + n_samples, "best": best_val})
+                         data={"sweep": sweeps_done + n_samples, "best": best_val,
+                               **({"objective": round_val} if math.isfinite(round_val) else {})})
         sweeps_done += n_samples
         cancelled = hooks.cancelled
     msg = (f"start (contiguous fill) {first_val:.6g}, zero-shot {zero_shot:.6g}, best {best_val:.6g} after "
