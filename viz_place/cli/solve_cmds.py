@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import sys
 
 from ..cost import evaluate
 from ..errors import SolverError
 from ..io import write_paper_split, write_placement, write_placement_csv
+from ..results import OBJECTIVE_LABELS, annotate_rows, format_gap, objective_key, placement_fields, simple_bound
 from ..solvers import get_solver, list_solvers, make_options, run_solver
 from .common import add_graph_args, cluster_for, fmt, load_graph_arg, pins_for, print_json, print_table
 
@@ -119,6 +119,8 @@ def run_solve(args) -> int:
 
 
 def run_compare(args) -> int:
+    """Each solver's value against the optimum: best known value, the best proven lower bound
+    over all placements (a non-contiguous MILP's bound, or the simple bounds) and the gap."""
     g = load_graph_arg(args.graph)
     cluster = cluster_for(g, args.devices)
     pins = pins_for(g, cluster, args.pins)
@@ -128,24 +130,38 @@ def run_compare(args) -> int:
     rows = []
     for name in names:
         try:
-            rows.append(_row(*_run_one(name, g, cluster, pins, args, strict=False)))
+            info, placement, ev = _run_one(name, g, cluster, pins, args, strict=False)
+            row = _row(info, placement, ev)
+            row.update(placement_fields(placement, ev))
+            rows.append(row)
         except SolverError as err:
-            rows.append({"solver": name, "objective": get_solver(name).objective, "value": None,
-                         "status": "error", "seconds": None, "message": str(err)})
-    best: dict[str, float] = {}
+            rows.append({"solver": name, "objective": objective_key(get_solver(name).objective), "value": None,
+                         "status": "error", "seconds": None, "message": str(err), "feasible": False})
+    by_objective: dict[str, list[int]] = {}
+    for i, r in enumerate(rows):
+        by_objective.setdefault(r["objective"], []).append(i)
+    summaries = []
+    for objective, idx in by_objective.items():
+        simple = simple_bound(g, cluster, objective)
+        for i, r in zip(idx, annotate_rows([rows[i] for i in idx], simple)):
+            rows[i] = r
+        r0 = rows[idx[0]]
+        summaries.append((objective, r0["best_known"], r0["best_known_source"], r0["bound"], r0["bound_source"]))
     for r in rows:
-        v = r.get("value")
-        if isinstance(v, (int, float)) and math.isfinite(v) and r.get("feasible", False):
-            best[r["objective"]] = min(best.get(r["objective"], math.inf), v)
-    for r in rows:
-        b, v = best.get(r["objective"]), r.get("value")
-        r["ratio_to_best"] = (v / b if b else (1.0 if v == 0 else None)) if isinstance(v, (int, float)) and b is not None else None
+        b, v = r.get("best_known"), r.get("value")
+        r["ratio_to_best"] = (v / b if b else (1.0 if v == 0 else None)) \
+            if isinstance(v, (int, float)) and b is not None else None
     if args.json:
         print_json(rows)
         return 0
-    print_table(["solver", "objective", "value", "status", "seconds", "ratio"],
-                [[r["solver"], r["objective"], r.get("value"), r["status"], r.get("seconds"), r["ratio_to_best"]]
-                 for r in rows])
+    print_table(["solver", "objective", "value", "status", "gap", "seconds", "ratio", "note"],
+                [[r["solver"], r["objective"], r.get("value"), r["status"], format_gap(r.get("gap")), r.get("seconds"),
+                  r["ratio_to_best"], r.get("note") or ""] for r in rows])
+    for objective, known, known_src, bound, bound_src in summaries:
+        label = OBJECTIVE_LABELS.get(objective, objective)
+        print(f"{label}: best known {fmt(known)}" + (f" ({known_src})" if known_src else "")
+              + f"; best lower bound over all placements {fmt(bound)}" + (f" ({bound_src})" if bound_src else "")
+              + "; gap = value / bound - 1")
     for r in rows:
         if r["status"] == "error":
             print(f"{r['solver']}: {r['message']}", file=sys.stderr)
