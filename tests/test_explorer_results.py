@@ -81,7 +81,7 @@ def test_only_bounds_for_all_placements_count_and_gap_is_never_negative():
     assert all(r["bound"] == 8.5 and r["gap"] >= 0 for r in out)
     assert out[0]["note"].startswith("optimal among contiguous pipeline splits (not over all placements: rl")
     assert out[1]["note"].startswith("optimal among per-device convex placements")
-    assert out[3]["best_known"] == 8.688 and out[3]["best_known_source"] == "rl (run #4)"
+    assert out[3]["best_known"] == 8.688 and out[3]["best_known_source"] == "rl run #4"
     assert math.isclose(out[3]["gap"], 8.688 / 8.5 - 1)
     # a value a hair under the bound (rounding) has gap 0, and then it is optimal over all placements
     assert gap(8.5 * (1 - 1e-13), 8.5) == 0.0

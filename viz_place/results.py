@@ -130,7 +130,7 @@ def best_known(rows: Iterable[Mapping[str, Any]]) -> tuple[float, str] | None:
 
 
 def _who(r: Mapping[str, Any]) -> str:
-    return f"{r.get('solver', '?')}" + (f" (run #{r['run']})" if r.get("run") is not None else "")
+    return f"{r.get('solver', '?')}" + (f" run #{r['run']}" if r.get("run") is not None else "")
 
 
 def optimality_note(row: Mapping[str, Any], bound: Bound | None, known: tuple[float, str] | None) -> str:
