@@ -91,8 +91,18 @@ def test_trade_offs_sweep_and_restore_in_jupyterlab(tmp_path):
         page.on("console", lambda m: console.append((m.type, m.text)))
         page.on("pageerror", lambda e: errors.append(str(e)))
         lab.open_and_run_all()
-        # run dp and rl from the Solver tab
+        # run dp and rl from the Solver tab; the headline stays in view while scrolled to the tabs
         lab.open_tab("Solver")
+        tabs = page.get_by_role("tab", name="Solver", exact=True).first.bounding_box()
+        page.mouse.move(tabs["x"] + 10, tabs["y"] + 40)
+        page.mouse.wheel(0, tabs["y"] - 350)      # the tabs near the top: the graph scrolled out of view
+        time.sleep(0.5)
+        top = page.locator(".jp-WindowedPanel-outer").first.bounding_box()["y"]
+        head = page.locator(".vp-headline").first.bounding_box()
+        start = page.locator(".vp-explorer").first.bounding_box()
+        assert start["y"] < top - 300, (top, start)              # the explorer's top scrolled out of view...
+        assert head is not None and abs(head["y"] - top) <= 1, (top, head)   # ...the headline did not
+        page.screenshot(path=str(tmp_path / "solver_tab_scrolled.png"))
         text = _run_solver(lab, "dp")
         assert "placement: dp run #2" in text and "gap" in text, text
         text = _run_solver(lab, "rl", {"time_limit": "3"})
