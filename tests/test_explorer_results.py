@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 import pytest
 
 from viz_place.cost import evaluate
-from viz_place.model import Placement
 from viz_place.results import Bound, annotate_rows, best_bound, gap, objective_key, optimality_note
-from viz_place.solvers import SolverInfo, SolverOptions, registry
+from viz_place.solvers import SolverInfo, SolverOptions, SolverResult, registry
 from viz_place.widgets import PlacementExplorer
 
 
@@ -27,10 +26,11 @@ class FakeOptions(SolverOptions):
     blocks: int = field(default=0, metadata={"help": "accelerators to use (0 = all)", "min": 0, "max": 64})
 
 
-def _blocks(graph, cluster, *, pins=None, options=None, progress=None, cancel=None):
-    pins = pins or {}
+def _blocks(problem, options, hooks):
+    """Equal blocks of the topological order over the first ``blocks`` accelerators; pins kept."""
+    graph, cluster, pins = problem.graph, problem.cluster, problem.pins
     accel = [d.name for d in cluster.devices if d.cls.pays_communication]
-    if options is not None and options.blocks:
+    if options.blocks:
         accel = accel[:options.blocks]
     groups = graph.colocation_groups
     a = {}
@@ -38,13 +38,15 @@ def _blocks(graph, cluster, *, pins=None, options=None, progress=None, cancel=No
         dev = next((pins[n] for n in group if n in pins), None) or accel[gi * len(accel) // len(groups)]
         for n in group:
             a[n] = dev
-    ev = evaluate(graph, cluster, a, pins=pins)
-    return Placement(a, solver="fake-blocks", status="heuristic", objective="max_load", claimed_value=ev.max_load)
+    overflows = bool(evaluate(graph, cluster, a, pins=pins).violations)
+    return SolverResult(a, status="manual" if overflows else "heuristic")
 
 
-def _cancelled_worse(graph, cluster, *, pins=None, options=None, progress=None, cancel=None):
-    a = {n: cluster.device_names[0] for n in graph.node_ids}
-    return Placement(a, solver="fake-cancel", status="cancelled", objective="max_load")
+def _cancelled_worse(problem, options, hooks):
+    """A cancelled run that hands back everything on the host: valid, and worse than the start."""
+    from viz_place.start import fallback_placement
+    return SolverResult(dict(fallback_placement(problem.graph, problem.cluster, problem.pins).assignment),
+                        status="cancelled")
 
 
 @pytest.fixture
@@ -280,7 +282,7 @@ def test_10_cancelled_worse_run_does_not_replace_the_placement(ex):
     assert "worse than the current" in ex.solver.status.value
     ex.tradeoffs.restore.value = ex.history[-1]["run"]
     ex.tradeoffs.restore_button.click()      # it can still be used on purpose
-    assert set(ex.state.placement.assignment.values()) == {ex.state.cluster.device_names[0]}
+    assert dict(ex.state.placement.assignment) == ex.history[-1]["assignment"]
 
 
 def test_11_selection_does_not_dim_and_a_solve_clears_it(ex):
@@ -324,3 +326,39 @@ def test_15_headline_is_sticky_and_run_comes_before_the_options(ex):
     kids = list(ex.solver.widget.children)
     run_row = next(k for k in kids if ex.solver.run_button in getattr(k, "children", ()))
     assert kids.index(run_row) < kids.index(ex.solver.form_box)
+
+
+# --- with the real solvers (the solver contract: lower_bound + bound_set) ----------------------
+
+def test_dp_is_optimal_only_among_pipeline_splits_and_a_noncontig_bound_counts():
+    ex = PlacementExplorer("residual", load_bokehjs=False)
+    ex.run("dp")
+    ex.run("ilp-noncontig", {"time_limit": 20.0, "backend": "highs"})
+    dp_row, nc_row = ex.history[1], ex.history[2]
+    assert dp_row["bound_set"] == "pipeline" and nc_row["bound_set"] == "any"
+    assert dp_row["note"].startswith("optimal among contiguous pipeline splits")
+    simple = ex.state.simple_bound("max_load")
+    want = max(simple.value, nc_row["lower_bound"])
+    for r in ex.history:
+        assert math.isclose(r["bound"], want) and r["gap"] >= 0
+        assert r["value"] >= r["bound"] * (1 - 1e-9)      # a bound, never above a valid placement
+    assert r["bound_source"] == ("ilp-noncontig bound (run #3)" if nc_row["lower_bound"] > simple.value
+                                 else simple.source)
+    if nc_row["value"] < dp_row["value"] * (1 - 1e-9):   # a non-contiguous split beats the pipeline optimum
+        assert "not over all placements: ilp-noncontig run #3 found" in dp_row["note"]
+
+
+def test_compare_shows_gap_bound_and_source(capsys):
+    from viz_place.cli.main import main
+    code = main(["compare", "chain", "--solvers", "dp,ilp-noncontig,topo-fill", "--time-limit", "10",
+                 "--backend", "highs", "--json"])
+    assert code == 0
+    rows = {r["solver"]: r for r in json.loads(capsys.readouterr().out)}
+    for r in rows.values():
+        assert r["gap"] >= 0 and r["bound"] > 0 and r["bound_source"]
+        assert r["value"] >= r["bound"] * (1 - 1e-9)
+    assert rows["dp"]["note"].startswith("optimal among contiguous pipeline splits")
+    assert rows["dp"]["bound"] >= rows["ilp-noncontig"]["lower_bound"] - 1e-9
+    code = main(["compare", "chain", "--solvers", "dp,topo-fill"])
+    out = capsys.readouterr().out
+    assert code == 0 and "gap" in out and "best lower bound over all placements" in out

@@ -5,7 +5,8 @@ One small module used by the explorer (history rows, headline) and by
 setting (graph, devices, pins):
 
 * the **best known** value is the smallest value of any feasible result;
-* the **best lower bound over all placements** is the largest of the simple
+* the **best lower bound over all placements** (every valid placement: pins,
+  memory limits and supported ops respected) is the largest of the simple
   bounds that always hold (:func:`viz_place.cost.bounds.simple_lower_bound`:
   total work / total speed, the largest single op...) and of every result's
   proven ``lower_bound`` whose ``bound_set`` is ``"any"`` (a non-contiguous
@@ -31,8 +32,9 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-#: Objective names (``"throughput"`` is a display name for ``"max_load"``; old files say it).
-OBJECTIVES = ("max_load", "latency", "max_forward_plus_max_backward")
+from .cost.bounds import simple_lower_bound
+from .model.objective import canonical_objective
+
 OBJECTIVE_LABELS = {"max_load": "max-load", "latency": "latency",
                     "max_forward_plus_max_backward": "max fwd + max bwd"}
 #: What each ``bound_set`` means, as the tool says it.
@@ -47,11 +49,9 @@ def objective_key(objective: str | None) -> str:
     >>> objective_key("throughput"), objective_key(None), objective_key("latency")
     ('max_load', 'max_load', 'latency')
     """
-    if objective in (None, "", "throughput", "max_load", "any"):
+    if objective in (None, "", "any"):   # "any": a solver registered for every objective, run for max-load
         return "max_load"
-    if objective not in OBJECTIVES:
-        raise ValueError(f"unknown objective {objective!r}; expected one of {OBJECTIVES}")
-    return objective
+    return canonical_objective(objective)
 
 
 @dataclass(frozen=True)
@@ -64,32 +64,8 @@ class Bound:
 
 def simple_bound(graph, cluster, objective: str = "max_load") -> Bound:
     """The simple bounds that hold for every placement (from :mod:`viz_place.cost.bounds`)."""
-    try:
-        from .cost.bounds import simple_lower_bound
-    except ImportError:   # before the solver contract (issue #12) landed
-        simple_lower_bound = _simple_lower_bound
     value, source = simple_lower_bound(graph, cluster, objective_key(objective))
     return Bound(float(value), source)
-
-
-def _simple_lower_bound(graph, cluster, objective):
-    import numpy as np
-    from .cost import compile_problem
-    prob = compile_problem(graph, cluster)
-    lat = np.where(np.isfinite(prob.lat), prob.lat, np.inf)
-    fastest = lat.min(axis=1)
-    fastest = np.where(np.isfinite(fastest), fastest, 0.0)
-    if objective == "latency":
-        finish = np.zeros(prob.n)
-        for i in range(prob.n):
-            finish[i] = fastest[i] + max((finish[j] for j in prob.preds[i]), default=0.0)
-        return float(finish.max(initial=0.0)), "critical path at the fastest latencies"
-    work = float(fastest.sum()) / max(1, prob.num_devices)
-    group = max((float(np.min(lat[list(g)].sum(axis=0))) for g in prob.groups), default=0.0)
-    group = group if math.isfinite(group) else 0.0
-    if work >= group:
-        return work, "total work / number of devices"
-    return group, "largest single op (colour class)"
 
 
 def _finite(x: Any) -> bool:

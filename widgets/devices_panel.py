@@ -3,14 +3,17 @@
 Each field is a free text box, so nothing is silently clamped: every edit is
 checked by :class:`viz_place.model.DeviceClass` and :class:`~viz_place.model.Cluster`;
 an invalid entry is refused with the model's message under its row (the
-field is outlined in red) and the last valid cluster stays in force. Memory is
-shown and typed in binary units (``2 GiB``, ``512 MiB``; a bare number is bytes).
+field the error names in ``err.field`` is outlined in red) and the last valid
+cluster stays in force. Memory is shown and typed in binary units (``2 GiB``,
+``512 MiB``; a bare number is bytes).
 
 >>> from viz_place.samples import make_graph
 >>> from viz_place.widgets.state import ExplorerState
 >>> ed = DevicesEditor(ExplorerState(make_graph("chain", 5)))
 >>> ed.rows[0].fields["count"].value = "x"; ed.rows[0].error.value != ""
 True
+>>> ed.rows[0].fields["count"].layout.border
+'2px solid #c0392b'
 >>> ed.state.cluster.classes[0].count
 4
 >>> ed.rows[0].fields["count"].value = "4"; ed.rows[0].fields["memory"].value = "2 GiB"
@@ -18,8 +21,6 @@ True
 (True, '2 GiB')
 """
 from __future__ import annotations
-
-import re
 
 import ipywidgets as W
 
@@ -30,7 +31,6 @@ from viz_place.model.units import format_bytes, parse_bytes
 from .common import error_html
 
 FIELDS = ("name", "kind", "count", "memory", "speed", "pays_communication", "link_factor")
-_FIELD_RE = re.compile(r"field '(\w+)'")
 
 
 def _text(value) -> str:
@@ -51,7 +51,7 @@ def _parse_memory(text: str):
     try:
         return parse_bytes(text)
     except ValueError as err:
-        raise DeviceError(f"field 'memory': {err}") from None
+        raise DeviceError(f"field 'memory': {err}", field="memory") from None
 
 
 def _parse_number(text: str, *, integer: bool = False, blank_none: bool = False):
@@ -100,15 +100,13 @@ class DeviceRow:
                            pays_communication=bool(f["pays_communication"].value),
                            link_factor=_parse_number(f["link_factor"].value))
 
-    def mark(self, message: str | None, field: str | None = None) -> None:
-        """Show ``message`` under the row and outline ``field`` (default: the field the
-        message names) in red; ``None`` clears."""
-        if field is None:
-            bad = _FIELD_RE.search(message or "")
-            field = bad.group(1) if bad else None
+    def mark(self, err: VizPlaceError | str | None, field: str | None = None) -> None:
+        """Show ``err`` under the row and outline the field it names (``field``, else
+        ``err.field``) in red; ``None`` clears."""
+        field = field or getattr(err, "field", None)
         for name, f in self.fields.items():
-            f.layout.border = "2px solid #c0392b" if message and field == name else ""
-        self.error.value = error_html(message) if message else ""
+            f.layout.border = "2px solid #c0392b" if err is not None and field == name else ""
+        self.error.value = error_html(str(err)) if err is not None else ""
 
     def show_valid(self, cls: DeviceClass) -> None:
         """Normalise the memory text to human units once the row is valid (``2147483648`` -> ``2 GiB``)."""
@@ -167,7 +165,7 @@ class DevicesEditor:
                 classes.append(r.device_class())
                 r.mark(None)
             except VizPlaceError as err:
-                r.mark(str(err), getattr(err, "field", None))
+                r.mark(err)
                 ok = False
         if not ok:
             self.message.value = error_html("not applied: fix the marked field; the last valid devices stay in force")

@@ -28,8 +28,8 @@ from typing import Any, Callable, Mapping
 from viz_place.cost import IncrementalEvaluator, compile_problem, evaluate
 from viz_place.errors import PlacementError
 from viz_place.model import STATUSES, Cluster, DeviceClass, OpGraph, Placement, validate_pins
-from viz_place.render import starting_placement
 from viz_place.results import annotate_rows, objective_key, placement_fields, simple_bound
+from viz_place.start import starting_placement
 
 EVENTS = ("graph", "cluster", "pins", "placement", "history", "selected")
 
