@@ -42,7 +42,7 @@ def _text(value) -> str:
 
 
 def _memory_text(value) -> str:
-    return "" if value is None else format_bytes(value)
+    return "" if value is None else format_bytes(value, exact=True)
 
 
 def _parse_memory(text: str):

@@ -388,8 +388,13 @@ class ExplorerState:
         base = self.base_row()
         if base is None:
             return f"{self.placement.solver} ({self.placement.status})"
-        name = "start (topo-fill baseline)" if base["solver"] == "start" else \
-            f"{base['solver']} run #{base['run']} ({base['status']})"
+        if base["solver"] == "start":
+            how = str(base.get("message") or "")
+            how = how[len("start: "):] if how.startswith("start: ") else how
+            how = how[len("the "):] if how.startswith("the ") else how
+            name = f"start ({how})" if how else "start"
+        else:
+            name = f"{base['solver']} run #{base['run']} ({base['status']})"
         n = len(self.overrides())
         if n == 0 and dict(self.placement.assignment) == base.get("assignment"):
             return name

@@ -11,7 +11,9 @@ saying what it expected.
 ('2 GiB', '395 MiB', '512 B', '-')
 >>> parse_bytes("2 GiB"), parse_bytes("512MiB"), parse_bytes("1.5e3"), parse_bytes("2 GB")
 (2147483648.0, 536870912.0, 1500.0, 2000000000.0)
->>> parse_bytes(format_bytes(414187520)) == 414187520
+>>> format_bytes(459067000), format_bytes(459067000, exact=True)
+('437.8 MiB', '437.800407 MiB')
+>>> parse_bytes(format_bytes(459067000, exact=True)) == 459067000   # a size with a unit is whole bytes
 True
 >>> parse_bytes("two")
 Traceback (most recent call last):
@@ -30,18 +32,18 @@ _UNITS = {"b": 1, "": 1,
 _SIZE_RE = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z]*)\s*$")
 
 
-def format_bytes(x: float | None) -> str:
-    """A size with the largest binary unit that keeps it >= 1; exact when the size is a
-    whole number of that unit, else enough digits that :func:`parse_bytes` reads back
-    the same number of bytes (to within a byte)."""
+def format_bytes(x: float | None, *, exact: bool = False) -> str:
+    """A size with the largest binary unit that keeps it >= 1, to 4 significant digits;
+    with ``exact``, enough digits that :func:`parse_bytes` reads back the same number of
+    bytes (to within half a byte) — for a field a person may edit and send back."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "-"
     if math.isinf(x):
         return "unlimited" if x > 0 else "-inf"
     for unit, scale in _BINARY:
         if abs(x) >= scale:
-            return f"{_digits(x / scale, scale)} {unit}"
-    return f"{x:.6g} B" if not float(x).is_integer() else f"{int(x)} B"
+            return f"{_digits(x / scale, scale) if exact else f'{x / scale:.4g}'} {unit}"
+    return f"{int(x)} B" if float(x).is_integer() else f"{x:.6g} B"
 
 
 def _digits(v: float, scale: int) -> str:
@@ -72,4 +74,6 @@ def parse_bytes(text: str | float | int | None) -> float | None:
         units = "B, KiB, MiB, GiB, TiB, kB, MB, GB, TB"
         raise ValueError(f"{t!r} is not a size: expected a number of bytes or a number with a unit ({units}), "
                          f"e.g. '2 GiB'")
-    return float(m.group(1)) * _UNITS[m.group(2).lower()]
+    scale = _UNITS[m.group(2).lower()]
+    value = float(m.group(1)) * scale
+    return float(round(value)) if scale > 1 else value
