@@ -1,8 +1,9 @@
 """Issue #11 in a real browser (JupyterLab + headless Chromium, see tests/test_browser.py):
 run dp and rl, open Trade-offs for the first time -> the scatter shows every run; load
-another graph -> the sweep is cleared; restart the kernel and restore the session -> the
-scatter is filled; and no console errors (nor warnings beyond :data:`KNOWN_WARNINGS`)
-on the way.
+another graph -> the sweep is cleared; restart the kernel -> panning an old figure shows a
+"lost its kernel" banner instead of throwing; run all and restore the session -> the
+scatter is filled; and no page errors, console errors or warnings (beyond
+:data:`KNOWN_WARNINGS`) on the way, no "No such comm" in the server log.
 """
 from __future__ import annotations
 
@@ -152,6 +153,15 @@ def test_trade_offs_sweep_and_restore_in_jupyterlab(tmp_path):
         page.evaluate("window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.restart()")
         time.sleep(1.0)
         page.wait_for_function(KERNEL_IDLE_JS, timeout=60000)
+        # the old figures lost their kernel: panning one used to throw "Cannot send" (uncaught);
+        # now it shows a banner on the figure and nothing is thrown
+        g = lab.graph(5)
+        page.mouse.move(g["x"] + 30, g["y"] + 30)
+        page.mouse.down()
+        page.mouse.move(g["x"] + 120, g["y"] + 60, steps=8)
+        page.mouse.up()
+        page.locator(".vp-disconnected").first.wait_for(timeout=10000)
+        assert "lost its kernel" in page.locator(".vp-disconnected").first.inner_text()
         page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
         page.wait_for_selector(".vp-metrics", timeout=60000)
         page.wait_for_function(KERNEL_IDLE_JS, timeout=60000)
