@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from viz_place.cost import IncrementalEvaluator, compile_problem, evaluate
+from viz_place.cost import IncrementalEvaluator, compile_problem, evaluate, evaluate_indices
 from viz_place.errors import PlacementError
 from viz_place.model import STATUSES, Cluster, DeviceClass, OpGraph, Placement, validate_pins
 from viz_place.results import annotate_rows, objective_key, placement_fields, simple_bound
@@ -395,7 +395,7 @@ class ExplorerState:
             name = f"start ({how})" if how else "start"
         else:
             name = f"{base['solver']} run #{base['run']} ({base['status']})"
-        n = len(self.overrides())
+        n = len(self.overrides(effects=False))
         if n == 0 and dict(self.placement.assignment) == base.get("assignment"):
             return name
         what = f"{n} override{'s' if n != 1 else ''} of " if n else "edits of "
@@ -418,45 +418,44 @@ class ExplorerState:
         return out
 
     # --- overrides: manual edits against the run they started from -------------------------
-    def overrides(self) -> list[dict[str, Any]]:
+    def overrides(self, *, effects: bool = True) -> list[dict[str, Any]]:
         """Each colour group moved or pinned since the base run, with its effect on max-load:
         the current max-load minus the max-load with that group put back where the base run
         had it (positive = the override costs time per sample).
 
         Rows: ``node`` (first node of the group), ``name``, ``nodes`` (group size), ``from``,
         ``to``, ``pinned`` (a pin added or changed), ``effect`` (``None`` if the base device
-        no longer exists).
+        no longer exists, or without ``effects``).
         """
         base = self.base_row()
         if base is None:
             return []
         was, base_pins = base.get("assignment") or {}, base.get("pins") or {}
         now = self.placement.assignment
-        out = []
+        out, groups = [], []
         for group in self.graph.colocation_groups:
             n0 = group[0]
             moved = was.get(n0) is not None and was.get(n0) != now[n0]
-            pinned = any(self.pins.get(n) != base_pins.get(n) and n in self.pins for n in group)
+            pinned = any(n in self.pins and self.pins[n] != base_pins.get(n) for n in group)
             if moved or pinned:
                 out.append({"node": n0, "name": self.graph.node(n0).name, "nodes": len(group),
                             "from": was.get(n0, now[n0]), "to": now[n0], "pinned": pinned,
-                            "group": tuple(group), "effect": 0.0 if not moved else None})
-        moved = [o for o in out if o["from"] != o["to"] and self.cluster.has_device(o["from"])]
-        if moved:
+                            "effect": 0.0 if not moved else None})
+                groups.append(group)
+        if not effects:
+            for o in out:
+                o["effect"] = None
+            return out
+        moved = [(o, g) for o, g in zip(out, groups) if o["from"] != o["to"] and self.cluster.has_device(o["from"])]
+        if moved and all(self.cluster.has_device(d) for d in now.values()):
+            # One full evaluation per override on index arrays (fast: no per-call set-up).
             prob = compile_problem(self.graph, self.cluster)
-            if all(self.cluster.has_device(d) for d in now.values()):
-                inc = IncrementalEvaluator(prob, prob.to_index_array(self.placement), overlap=self.evaluation.overlap)
-                current = inc.evaluation().max_load
-                for o in moved:
-                    idx = [self.graph.index[n] for n in o["group"]]
-                    back, fwd = prob.cluster.device_index(o["from"]), prob.cluster.device_index(o["to"])
-                    for i in idx:
-                        inc.move(i, back)
-                    o["effect"] = current - inc.evaluation().max_load
-                    for i in idx:
-                        inc.move(i, fwd)
-        for o in out:
-            del o["group"]
+            dev = prob.to_index_array(self.placement)
+            current = evaluate_indices(prob, dev, overlap=self.evaluation.overlap).max_load
+            for o, group in moved:
+                back = dev.copy()
+                back[[self.graph.index[n] for n in group]] = self.cluster.device_index(o["from"])
+                o["effect"] = current - evaluate_indices(prob, back, overlap=self.evaluation.overlap).max_load
         return out
 
     def restore_run(self, run: int) -> None:

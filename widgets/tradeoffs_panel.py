@@ -8,7 +8,7 @@ scores every result with :func:`viz_place.cost.evaluate`.
 >>> from viz_place.widgets.state import ExplorerState
 >>> t = TradeoffsPanel(ExplorerState(make_graph("chain", 5)))
 >>> t.record_button.click(); [r["solver"] for r in t.state.history]
-['start', 'manual']
+['start', 'start']
 >>> len(t.view.points.data["throughput"])
 2
 """
