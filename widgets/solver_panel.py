@@ -20,7 +20,7 @@ import ipywidgets as W
 
 from viz_place.errors import SolverError, VizPlaceError
 from viz_place.render import curve_view, reset_curve, stream_curve
-from viz_place.results import format_gap
+from viz_place.results import format_gap, objective_key
 from viz_place.solver_files import read_option_files
 from viz_place.solvers import list_solvers, run_solver
 
@@ -108,7 +108,7 @@ class SolverPanel:
         name, options = self.solver.value, self.form.options()
         s = self.state
         graph, cluster, pins = s.graph, s.cluster, dict(s.pins)
-        reset_curve(self.curve, best_known=s.standing().get("best_known"))
+        reset_curve(self.curve, best_known=best_known_for(s, name, options))
         self.curve_widget.layout.display = "none"
         self.progress.value, self.progress.bar_style = 0.0, "info"
         self.status.value = f"running <b>{escape_text(name)}</b>\u2026"
@@ -164,6 +164,19 @@ class SolverPanel:
             stream_curve(self.curve, point)
             if self.curve_widget.layout.display == "none":
                 self.curve_widget.layout.display = None
+
+
+def best_known_for(state, name: str, options) -> float | None:
+    """The best feasible value so far of the objective this run optimises (its ``objective``
+    option, else the solver's), for the reference line on the solver curve."""
+    info = next((i for i in list_solvers(only_available=False) if i.name == name), None)
+    try:
+        objective = objective_key(getattr(options, "objective", None) or (info.objective if info else None))
+    except VizPlaceError:
+        return None
+    vals = [r.get("value") for r in state.history if r.get("objective") == objective and r.get("feasible", True)]
+    vals = [v for v in vals if isinstance(v, (int, float)) and math.isfinite(v)]
+    return min(vals) if vals else None
 
 
 def result_html(name: str, placement, row) -> str:
