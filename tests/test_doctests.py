@@ -13,6 +13,7 @@ MODULES = [
     "viz_place.solvers.base", "viz_place.solvers.registry", "viz_place.samples", "viz_place.samples.generators",
     "viz_place.testing", "viz_place.model.objective", "viz_place.cost.bounds", "viz_place.solvers.contract",
     "viz_place.solvers", "viz_place.start", "viz_place.solver_files",
+    "viz_place.model.modules", "viz_place.io.torch_modules",
     # issue #11: results against the optimum, charts, and the explorer modules they feed
     "viz_place.results", "viz_place.render.charts", "viz_place.widgets.state", "viz_place.widgets.overrides_panel",
     "viz_place.widgets.devices_panel", "viz_place.widgets.tradeoffs_panel", "viz_place.widgets.solver_panel",

@@ -8,6 +8,8 @@
 | ``expert`` | :mod:`.expert` | a given split, evaluated as is |
 | ``pipedream`` | :mod:`.pipedream` | linearise, then split the chain optimally over the devices |
 | ``local-search`` | :mod:`.local_search` | hill climbing with group moves from random starts (seeded) |
+| ``balanced-memory`` | :mod:`.module_order` | equal parameter bytes per device along the module order (accelerate, DeepSpeed) |
+| ``uniform-layers`` | :mod:`.module_order` | equal numbers of repeated blocks per stage (DeepSpeed ``uniform``) |
 
 Every result goes through :func:`viz_place.solvers.run_solver`: the claimed value is the evaluator's figure.
 
@@ -19,6 +21,7 @@ from ..registry import SolverInfo, register
 from .expert import ExpertOptions, solve_expert
 from .fills import GreedyLatencyOptions, TopoFillOptions, solve_greedy_latency, solve_topo_fill, topo_fill
 from .local_search import LocalSearchOptions, solve_local_search
+from .module_order import BalancedMemoryOptions, UniformLayersOptions, solve_balanced_memory, solve_uniform_layers
 from .pipedream import PipeDreamOptions, solve_pipedream
 from .single_device import SingleDeviceOptions, solve_single_device
 
@@ -35,7 +38,14 @@ register(SolverInfo("pipedream", solve_pipedream, PipeDreamOptions, "max_load",
                     "PipeDream-style: linearise, then the optimal split of the chain over the devices"))
 register(SolverInfo("local-search", solve_local_search, LocalSearchOptions, "max_load",
                     "hill climbing on max-load with group moves from random starts (seeded)"))
+register(SolverInfo("balanced-memory", solve_balanced_memory, BalancedMemoryOptions, "max_load",
+                    "equal parameter bytes per device along the module order (device_map='balanced', DeepSpeed "
+                    "'parameters'; PyTorch imports only)"))
+register(SolverInfo("uniform-layers", solve_uniform_layers, UniformLayersOptions, "max_load",
+                    "equal numbers of repeated blocks per stage (DeepSpeed partition_method='uniform'; "
+                    "PyTorch imports only)"))
 
-__all__ = ["ExpertOptions", "GreedyLatencyOptions", "LocalSearchOptions", "PipeDreamOptions", "SingleDeviceOptions",
+__all__ = ["BalancedMemoryOptions", "UniformLayersOptions", "solve_balanced_memory", "solve_uniform_layers",
+           "ExpertOptions", "GreedyLatencyOptions", "LocalSearchOptions", "PipeDreamOptions", "SingleDeviceOptions",
            "TopoFillOptions", "solve_expert", "solve_greedy_latency", "solve_local_search", "solve_pipedream",
            "solve_single_device", "solve_topo_fill", "topo_fill"]
