@@ -1,5 +1,4 @@
-import sys
+"""``python -m viz_place``: the same as the ``viz-place`` command."""
+from .cli.entry import run
 
-from .cli.main import main
-
-sys.exit(main())
+run()

@@ -1,11 +1,15 @@
 """Shared pieces of the CLI: loading inputs, printing, exit codes."""
 from __future__ import annotations
 
+import argparse
+import contextlib
 import json
 import math
 import os
+import signal
 import sys
-from typing import Any
+import threading
+from typing import Any, Iterator
 
 from ..errors import InputFormatError
 from ..io import load_graph, read_cluster, read_pins
@@ -13,6 +17,85 @@ from ..model import Cluster, OpGraph
 from ..samples import load_sample, sample_names
 
 EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+
+def finite_number(text: str) -> float:
+    """argparse type: a finite number (``nan`` and ``inf`` are refused).
+
+    >>> finite_number("0.5")
+    0.5
+    >>> finite_number("nan")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected a finite number, got 'nan'
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """argparse type of ``--time-limit``: seconds, finite and > 0 (no limit = leave the flag out).
+
+    >>> positive_seconds("0")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: a time limit must be positive, got '0' (leave --time-limit out for the solver's default)
+    """
+    value = finite_number(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"a time limit must be positive, got {text!r} "
+                                         "(leave --time-limit out for the solver's default)")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type of seeds: a whole number >= 0.
+
+    >>> non_negative_int("-3")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected a whole number >= 0, got '-3'
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return value
+
+
+@contextlib.contextmanager
+def interrupt_to_cancel() -> Iterator[threading.Event]:
+    """Inside the block, Ctrl-C (SIGINT) sets the yielded event instead of raising.
+
+    The event is the solver's ``cancel`` hook: the solver stops and returns its
+    best placement so far, which the command still writes. A second Ctrl-C
+    raises :class:`KeyboardInterrupt` (an immediate stop). Outside the main
+    thread (where signals cannot be caught) the event is simply never set.
+    """
+    event = threading.Event()
+    if threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGINT) is signal.SIG_IGN:   # not ours to catch, or deliberately ignored
+        yield event
+        return
+
+    def on_sigint(signum, frame) -> None:
+        if event.is_set():
+            raise KeyboardInterrupt
+        event.set()
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield event
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def add_graph_args(p, *, devices: bool = True, pins: bool = False, model: bool = True) -> None:

@@ -33,7 +33,8 @@ def run_info(args) -> int:
     print(f"latency kinds: {', '.join(g.kinds) or '-'}; FLOPs: {fmt(g.total_flops)}")
     if cluster:
         print_table(["class", "kind", "count", "memory", "speed", "pays comm", "link"],
-                    [[c.name, c.kind, c.count, c.memory, c.speed, c.pays_communication, c.link_factor]
+                    [[c.name, c.kind, c.count, "unlimited" if c.memory is None else c.memory, c.speed, c.pays_communication,
+                      c.link_factor]
                      for c in cluster.classes])
     for note in g.notes[:5]:
         print(f"note: {note}")

@@ -7,11 +7,9 @@ Example::
 """
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 from ..errors import SolverError
-from .common import fmt, print_json
+from ..io import atomic_write_json
+from .common import finite_number, fmt, jsonable, non_negative_int, print_json
 
 
 def add_parsers(sub) -> None:
@@ -19,9 +17,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--family", required=True,
                    help="comma-separated graph families (chain, fork_join, residual, inception, transformer)")
     p.add_argument("--out", required=True, metavar="FILE", help="where to save the policy (.npz)")
-    p.add_argument("--minutes", type=float, metavar="M", help="stop after M minutes (default: run all updates)")
+    p.add_argument("--minutes", type=finite_number, metavar="M", help="stop after M minutes (default: run all updates)")
     p.add_argument("--updates", type=int, default=1200, help="REINFORCE updates (default 1200, as the shipped policy)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default 0)")
     p.add_argument("--sizes", default="30,150", metavar="MIN,MAX", help="node counts of training graphs")
     p.add_argument("--graphs", type=int, default=40, help="number of training graphs (default 40)")
     p.add_argument("--objective", choices=("max_load", "latency", "throughput"), default="max_load",
@@ -54,7 +52,7 @@ def run_train(args) -> int:
     policy, history = train_policy(cfg, progress=progress)
     out = policy.save(args.out)
     if args.history:
-        Path(args.history).write_text(json.dumps(history, indent=0))
+        atomic_write_json(args.history, jsonable(history))
     summary = {"out": str(out), "updates": len(history), "families": list(families),
                "seconds": history[-1]["seconds"] if history else 0.0}
     if args.json:

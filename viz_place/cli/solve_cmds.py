@@ -6,13 +6,14 @@ import json
 import sys
 
 from ..cost import evaluate
-from ..errors import SolverError
+from ..errors import SolverError, VizPlaceError
 from ..io import write_paper_split, write_placement, write_placement_csv
 from ..model import OBJECTIVES
 from ..solver_files import read_option_files
 from ..results import OBJECTIVE_LABELS, annotate_rows, format_gap, objective_key, placement_fields, simple_bound
 from ..solvers import get_solver, list_solvers, make_options, run_solver
-from .common import add_graph_args, cluster_for, fmt, load_graph_arg, pins_for, print_json, print_table
+from .common import (EXIT_INTERRUPTED, add_graph_args, cluster_for, finite_number, fmt, interrupt_to_cancel,
+                     load_graph_arg, pins_for, positive_seconds, print_json, print_table)
 
 #: How the human-readable output names the set a bound holds for.
 BOUND_SET_TEXT = {"pipeline": "pipeline splits", "convex": "per-device convex placements", "any": "every placement"}
@@ -41,8 +42,9 @@ def add_parsers(sub) -> None:
 
 
 def _add_option_flags(p) -> None:
-    p.add_argument("--time-limit", type=float, metavar="S", help="time limit in seconds")
-    p.add_argument("--gap", type=float, help="relative MIP gap")
+    p.add_argument("--time-limit", type=positive_seconds, metavar="S",
+                   help="time limit in seconds, > 0 (leave it out for the solver's default)")
+    p.add_argument("--gap", type=finite_number, help="relative MIP gap")
     p.add_argument("--backend", help="MILP back-end (cbc, highs)")
     p.add_argument("--seed", type=int, help="random seed")
     p.add_argument("--policy", metavar="FILE", help="RL policy file (.npz)")
@@ -50,7 +52,30 @@ def _add_option_flags(p) -> None:
                    help="any solver option (VALUE parsed as JSON, else a string); repeatable")
 
 
+def _parse_option_items(items: list[str]) -> dict:
+    """``-o KEY=VALUE`` items as a dict; VALUE is JSON when it parses, else a string."""
+    out = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not key:
+            raise SolverError(f"--option {item!r}: expected KEY=VALUE", field="option")
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        except RecursionError:
+            raise SolverError(f"--option {item[:40]!r}...: VALUE is nested too deeply", field=key) from None
+        out[key] = value
+    return out
+
+
 def _options_for(info, args, *, strict: bool = True) -> dict:
+    """The options dict for solver ``info`` from the flags and ``-o`` items.
+
+    ``strict`` (``solve``): a flag or ``-o`` key the solver lacks is an error.
+    Otherwise (``compare``): each goes only to the solvers that have it.
+    """
     names = {f.name for f in dataclasses.fields(info.options_cls)}
     opts = {}
     for field_name, flag in FLAG_OPTIONS.items():
@@ -62,24 +87,31 @@ def _options_for(info, args, *, strict: bool = True) -> dict:
         elif strict:
             raise SolverError(f"solver {info.name!r} has no option for {flag}; its options: {sorted(names) or 'none'}",
                               field=field_name)
-    for item in args.option:
-        if "=" not in item:
-            raise SolverError(f"--option {item!r}: expected KEY=VALUE", field="option")
-        key, raw = item.split("=", 1)
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError:
-            value = raw
-        opts[key.strip().replace("-", "_")] = value
+    for key, value in _parse_option_items(args.option).items():
+        if strict or key in names:
+            opts[key] = value
     return opts
 
 
-def _run_one(name, g, cluster, pins, args, *, strict=True):
-    info = get_solver(name)
-    opts = make_options(info.options_cls, read_option_files(name, g, cluster, _options_for(info, args, strict=strict)))
-    placement = run_solver(name, g, cluster, pins=pins, options=opts)
+def _checked_options(info, args, g, cluster, *, strict: bool = True):
+    """The solver's validated options instance; options naming files (``expert``'s ``path``) are then read."""
+    opts = make_options(info.options_cls, _options_for(info, args, strict=strict))
+    return read_option_files(info.name, g, cluster, opts)
+
+
+def _run_one(info, opts, g, cluster, pins, cancel=None):
+    placement = run_solver(info.name, g, cluster, pins=pins, options=opts, cancel=cancel)
     ev = evaluate(g, cluster, placement, pins=pins)
     return info, placement, ev
+
+
+def _write_out(args, g, cluster, placement, pins, ev) -> None:
+    if args.format == "paper":
+        write_paper_split(args.out, g, cluster, placement, ev.max_load, evaluation=ev)
+    elif args.format == "csv":
+        write_placement_csv(args.out, g, placement, pins)
+    else:
+        write_placement(args.out, g, cluster, placement, pins=pins, evaluation=ev)
 
 
 def _row(info, placement, ev) -> dict:
@@ -95,57 +127,92 @@ def _row(info, placement, ev) -> dict:
 
 
 def run_solve(args) -> int:
+    """Solve; on Ctrl-C the solver stops, its best placement so far is written and the exit status is 130."""
     g = load_graph_arg(args.graph, args)
     cluster = cluster_for(g, args.devices)
     pins = pins_for(g, cluster, args.pins)
-    info, placement, ev = _run_one(args.solver, g, cluster, pins, args)
-    if args.out:
-        if args.format == "paper":
-            write_paper_split(args.out, g, cluster, placement, ev.max_load, evaluation=ev)
-        elif args.format == "csv":
-            write_placement_csv(args.out, g, placement, pins)
-        else:
-            write_placement(args.out, g, cluster, placement, pins=pins, evaluation=ev)
+    info = get_solver(args.solver)
+    opts = _checked_options(info, args, g, cluster)
+    with interrupt_to_cancel() as interrupted:
+        try:
+            info, placement, ev = _run_one(info, opts, g, cluster, pins, cancel=interrupted)
+        except VizPlaceError:
+            if interrupted.is_set():
+                print(f"viz-place: interrupted before {info.name} found a placement; nothing written",
+                      file=sys.stderr)
+                return EXIT_INTERRUPTED
+            raise
+        if args.out:
+            _write_out(args, g, cluster, placement, pins, ev)
     row = _row(info, placement, ev)
     if args.json:
         row["options"] = dict(placement.options)
         row["devices"] = [d.to_dict() for d in ev.devices]
         row["assignment"] = dict(placement.assignment)
         print_json(row)
-        return 0
-    print(f"{info.name}: {row['objective']} value {fmt(row['value'])} ({row['status']}) in {fmt(row['seconds'])} s")
-    print(f"max-load {fmt(ev.max_load)}, throughput {fmt(ev.throughput)}, latency {fmt(ev.latency)}, "
-          f"bottleneck {ev.bottleneck}")
-    if placement.lower_bound is not None:
-        print(f"proven lower bound {fmt(placement.lower_bound)} over {BOUND_SET_TEXT[placement.bound_set]}")
-    if placement.message:
-        print(placement.message)
-    for v in ev.violations:
-        print(f"violation: {v}")
-    if args.out:
-        print(f"wrote {args.out}")
+    else:
+        print(f"{info.name}: {row['objective']} value {fmt(row['value'])} ({row['status']}) "
+              f"in {fmt(row['seconds'])} s")
+        print(f"max-load {fmt(ev.max_load)}, throughput {fmt(ev.throughput)}, latency {fmt(ev.latency)}, "
+              f"bottleneck {ev.bottleneck}")
+        if placement.lower_bound is not None:
+            print(f"proven lower bound {fmt(placement.lower_bound)} over {BOUND_SET_TEXT[placement.bound_set]}")
+        if placement.message:
+            print(placement.message)
+        for v in ev.violations:
+            print(f"violation: {v}")
+        if args.out:
+            print(f"wrote {args.out}")
+    if interrupted.is_set():
+        where = f"wrote it to {args.out}" if args.out else "not written (no --out)"
+        print(f"viz-place: interrupted: {info.name} stopped with its best placement so far "
+              f"(status {placement.status}); {where}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return 0
 
 
+def _compare_names(text: str) -> list[str]:
+    names = [s.strip() for s in text.split(",") if s.strip()]
+    if not names:
+        raise SolverError(f"--solvers {text!r}: no solver names given (e.g. --solvers dp,ilp,pipedream)",
+                          field="solvers")
+    return names
+
+
+def _compare_options(names: list[str], args, g, cluster) -> dict[str, object]:
+    """Validated options per solver, before anything runs; ``-o`` keys no listed solver has are refused."""
+    infos = [get_solver(n) for n in names]
+    keys = set(_parse_option_items(args.option))
+    known = {f.name for info in infos for f in dataclasses.fields(info.options_cls)}
+    unknown = sorted(keys - known)
+    if unknown:
+        raise SolverError(f"option(s) {unknown} belong to none of the solvers {', '.join(names)}", field=unknown[0])
+    return {info.name: (info, _checked_options(info, args, g, cluster, strict=False)) for info in infos}
+
+
 def run_compare(args) -> int:
-    """Each solver's value against the optimum: best known value, the best proven lower bound
-    over all placements (a non-contiguous MILP's bound, or the simple bounds) and the gap."""
+    """Every solver in turn, each against the optimum: best known value, the best proven lower
+    bound over all placements (a non-contiguous MILP's bound, or the simple bounds) and the gap.
+    Exit 2 when every one of them fails, 130 when interrupted (rows so far printed)."""
     g = load_graph_arg(args.graph, args)
     cluster = cluster_for(g, args.devices)
     pins = pins_for(g, cluster, args.pins)
-    names = [s.strip() for s in args.solvers.split(",") if s.strip()]
-    for name in names:
-        get_solver(name)
+    names = _compare_names(args.solvers)
+    prepared = _compare_options(names, args, g, cluster)
     rows = []
-    for name in names:
-        try:
-            info, placement, ev = _run_one(name, g, cluster, pins, args, strict=False)
-            row = _row(info, placement, ev)
-            row.update(placement_fields(placement, ev))
-            rows.append(row)
-        except SolverError as err:
-            rows.append({"solver": name, "objective": objective_key(get_solver(name).objective), "value": None,
-                         "status": "error", "seconds": None, "message": str(err), "feasible": False})
+    with interrupt_to_cancel() as interrupted:
+        for name in names:
+            if interrupted.is_set():
+                break
+            info, opts = prepared[name]
+            try:
+                info, placement, ev = _run_one(info, opts, g, cluster, pins, cancel=interrupted)
+                row = _row(info, placement, ev)
+                row.update(placement_fields(placement, ev))
+                rows.append(row)
+            except SolverError as err:
+                rows.append({"solver": name, "objective": objective_key(info.objective), "value": None,
+                             "status": "error", "seconds": None, "message": str(err), "feasible": False})
     by_objective: dict[str, list[int]] = {}
     for i, r in enumerate(rows):
         by_objective.setdefault(r["objective"], []).append(i)
@@ -162,18 +229,25 @@ def run_compare(args) -> int:
             if isinstance(v, (int, float)) and b is not None else None
     if args.json:
         print_json(rows)
-        return 0
-    print_table(["solver", "objective", "value", "status", "gap", "seconds", "ratio", "note"],
-                [[r["solver"], r["objective"], r.get("value"), r["status"], format_gap(r.get("gap")), r.get("seconds"),
-                  r["ratio_to_best"], r.get("note") or ""] for r in rows])
-    for objective, known, known_src, bound, bound_src in summaries:
-        label = OBJECTIVE_LABELS.get(objective, objective)
-        print(f"{label}: best known {fmt(known)}" + (f" ({known_src})" if known_src else "")
-              + f"; best lower bound over all placements {fmt(bound)}" + (f" ({bound_src})" if bound_src else "")
-              + "; gap = value / bound - 1")
-    for r in rows:
-        if r["status"] == "error":
-            print(f"{r['solver']}: {r['message']}", file=sys.stderr)
+    else:
+        print_table(["solver", "objective", "value", "status", "gap", "seconds", "ratio", "note"],
+                    [[r["solver"], r["objective"], r.get("value"), r["status"], format_gap(r.get("gap")),
+                      r.get("seconds"), r["ratio_to_best"], r.get("note") or ""] for r in rows])
+        for objective, known, known_src, bound, bound_src in summaries:
+            label = OBJECTIVE_LABELS.get(objective, objective)
+            print(f"{label}: best known {fmt(known)}" + (f" ({known_src})" if known_src else "")
+                  + f"; best lower bound over all placements {fmt(bound)}" + (f" ({bound_src})" if bound_src else "")
+                  + "; gap = value / bound - 1")
+    failed = [r for r in rows if r["status"] == "error"]
+    if interrupted.is_set():
+        print(f"viz-place: interrupted after {len(rows)} of {len(names)} solver(s)", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if rows and len(failed) == len(rows):
+        print("viz-place: error: every solver failed: " + "; ".join(f"{r['solver']}: {r['message']}" for r in failed),
+              file=sys.stderr)
+        return 2
+    for r in failed:
+        print(f"{r['solver']}: {r['message']}", file=sys.stderr)
     return 0
 
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
-from ..errors import InputFormatError
-from ..model import Cluster, OpGraph, Placement
+from ..errors import InputFormatError, PlacementError
+from ..model import Cluster, OpGraph, Placement, validate_pins
+from ..model.placement import check_complete
 from .atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
 from .jsonfile import read_json
 from .nodelink import graph_from_nodelink, graph_to_nodelink, is_nodelink, read_nodelink, write_nodelink
@@ -64,15 +65,28 @@ def load_graph(path: str | os.PathLike, **kw: Any) -> OpGraph:
 
 
 def load_placement(path: str | os.PathLike, graph: OpGraph, cluster: Cluster) -> tuple[Placement, dict[str, str]]:
-    """(placement, pins) from our placement JSON or the paper's split format."""
+    """(placement, pins) from our placement JSON or the paper's split format.
+
+    A file is checked against ``graph`` and ``cluster``: a node on a device the
+    cluster does not have (``fpga:9`` when there are two), an unknown node, or
+    a pin in the file naming an unknown node or device is refused with
+    :class:`~viz_place.errors.PlacementError` — the same refusal as for
+    ``--pins`` — rather than evaluated as a violation.
+    """
     data = read_json(path)
     if isinstance(data, dict) and "assignment" in data:
         placement, pins, _ = placement_from_dict(data, source=str(path))
-        return placement, pins
-    if isinstance(data, dict) and "fpgas" in data and "cpus" in data:
-        return placement_from_split(graph, cluster, data, source=str(path)), {}
-    raise InputFormatError(f"{path}: not a placement: expected our placement JSON ('assignment') "
-                           "or the paper's split format ('cpus', 'fpgas')")
+    elif isinstance(data, dict) and "fpgas" in data and "cpus" in data:
+        placement, pins = placement_from_split(graph, cluster, data, source=str(path)), {}
+    else:
+        raise InputFormatError(f"{path}: not a placement: expected our placement JSON ('assignment') "
+                               "or the paper's split format ('cpus', 'fpgas')")
+    try:
+        check_complete(graph, cluster, placement)
+        pins = validate_pins(graph, cluster, pins)
+    except PlacementError as err:
+        raise err.prefixed(str(path)) from None
+    return placement, pins
 
 
 __all__ = [

@@ -128,6 +128,11 @@ def _fix_dims(m: onnx.ModelProto, dim_values: dict[str, int]) -> list[str]:
                 used.add(key)
                 notes.append(f"graph input {inp.name!r}: symbolic dimension {key!r} set to {value}"
                              + ("" if key in dim_values else " (pass dim_values to change it)"))
+    unknown = sorted(set(dim_values) - used)
+    if unknown:
+        have = ", ".join(sorted(used)) if used else "none (every input dimension is fixed)"
+        raise InputFormatError(f"dimension(s) {', '.join(map(repr, unknown))} are not symbolic input dimensions "
+                               f"of this model; its symbolic dimensions: {have}", field="dim")
     return notes
 
 

@@ -58,11 +58,16 @@ def graph_from_paper_dict(data: Mapping[str, Any], *, name: str = "graph") -> Op
         nid = str(n["id"])
         if nid in g:
             raise GraphValidationError(f"{name}: duplicate node id {nid!r}")
-        latency = {"cpu": n["cpuLatency"]}
-        if n.get("supportedOnFpga", 1):
-            latency["fpga"] = n["fpgaLatency"]
+        where = f"{name}: node {nid!r}"
+        on_fpga = _flag(n.get("supportedOnFpga", 1), f"{where}: field 'supportedOnFpga'", node=nid,
+                        field="supportedOnFpga")
+        latency = {"cpu": _number(n["cpuLatency"], f"{where}: field 'cpuLatency'", node=nid, field="cpuLatency")}
+        if on_fpga:
+            latency["fpga"] = _number(n["fpgaLatency"], f"{where}: field 'fpgaLatency'", node=nid, field="fpgaLatency")
+        size = _number(n["size"], f"{where}: field 'size'", node=nid, field="size") if "size" in n else 0.0
         g.add_node(nid, name=str(n.get("name", nid)), op_type=str(n.get("opType", "op")), latency=latency,
-                   size=n.get("size", 0.0), backward=bool(n["isBackwardNode"]),
+                   size=size, backward=_flag(n["isBackwardNode"], f"{where}: field 'isBackwardNode'", node=nid,
+                                  field="isBackwardNode"),
                    color_class=None if n.get("colorClass") is None else str(n["colorClass"]),
                    layer=None if n.get("layerId") is None else str(n["layerId"]))
     cost_of: dict[str, float] = {}
@@ -88,11 +93,45 @@ def graph_from_paper_dict(data: Mapping[str, Any], *, name: str = "graph") -> Op
         g.add_edge(u, v, bytes=e.get("size"))
     for u, c in cost_of.items():
         g.nodes[u]["transfer_cost"] = c
-    try:
-        cluster = Cluster.paper(int(data["maxFPGAs"]), int(data["maxCPUs"]), float(data["maxSizePerFPGA"]))
-    except (TypeError, ValueError) as err:
-        raise InputFormatError(f"{name}: bad device fields maxFPGAs/maxCPUs/maxSizePerFPGA: {err}") from None
+    cluster = Cluster.paper(_count(data["maxFPGAs"], f"{name}: field 'maxFPGAs'", field="maxFPGAs"),
+                            _count(data["maxCPUs"], f"{name}: field 'maxCPUs'", field="maxCPUs"),
+                            _capacity(data["maxSizePerFPGA"], f"{name}: field 'maxSizePerFPGA'",
+                                      field="maxSizePerFPGA"))
     return OpGraph(g, name=name, default_cluster=cluster)
+
+
+def _number(value: Any, where: str, **names: Any) -> float:
+    """A number as the paper's files hold it (``null``, text and booleans are refused, never read as 0)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise GraphValidationError(f"{where} must be a number, got {value!r}", **names)
+    return value
+
+
+def _flag(value: Any, where: str, **names: Any) -> bool:
+    """The paper's 0/1 (or true/false) flags; anything else is refused."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise GraphValidationError(f"{where} must be 0 or 1 (or true/false), got {value!r}", **names)
+
+
+def _count(value: Any, where: str, **names: Any) -> int:
+    """A device count: a whole number >= 0 (``2.0`` is 2; ``2.7``, ``Infinity`` are refused, never truncated)."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InputFormatError(f"{where} must be a whole number >= 0, got {value!r}", **names)
+    return value
+
+
+def _capacity(value: Any, where: str, **names: Any) -> float | None:
+    """Memory per accelerator: a number >= 0; ``null`` or an infinite number = unlimited."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or value < 0:
+        raise InputFormatError(f"{where} must be a number >= 0 or null (unlimited), got {value!r}", **names)
+    return None if math.isinf(value) else float(value)
 
 
 def read_paper_graph(path: str | os.PathLike) -> OpGraph:
@@ -175,7 +214,9 @@ def split_from_placement(graph: OpGraph, cluster: Cluster, placement: Placement,
     def raw_id(nid: str) -> Any:
         return int(nid) if nid.lstrip("-").isdigit() else nid
 
-    out: dict[str, Any] = {"maxLoad": -1 if max_load is None else max_load, "cpus": [], "fpgas": []}
+    # -1 = not given (the authors' convention); an infinite max-load is not a JSON number: null
+    ml = -1 if max_load is None else (max_load if math.isfinite(max_load) else None)
+    out: dict[str, Any] = {"maxLoad": ml, "cpus": [], "fpgas": []}
     for key, cname in (("fpgas", acc), ("cpus", host)):
         for dev in cluster.class_named(cname).instance_names():
             nodes = [raw_id(n) for n in graph.node_ids

@@ -38,13 +38,17 @@ class DeviceClass:
     name : unique class name (letters, digits, ``_-. ``; not ending in ``:``).
     kind : which per-kind latency of the graph this class uses (``"cpu"``, ``"fpga"``...).
     count : number of devices (0 allowed: the class exists but offers none).
-    memory : capacity in the graph's size unit (bytes), ``None`` = unlimited.
+    memory : capacity in the graph's size unit (bytes), ``None`` = unlimited. An infinite
+        number (``math.inf``, JSON ``Infinity``) is accepted as the same "unlimited" on
+        purpose, and stored — and written back to files — as ``None``/``null``.
     speed : latencies of the kind are divided by this factor (> 0).
     pays_communication : accelerators pay transfers; host CPUs do not.
     link_factor : multiplies every transfer cost this class pays (>= 0).
 
     >>> DeviceClass("gpu", "fpga", count=2, speed=2.0).count
     2
+    >>> DeviceClass("host", "cpu", memory=float("inf")).memory is None
+    True
     """
 
     name: str

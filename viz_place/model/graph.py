@@ -95,6 +95,17 @@ def _num(value: Any, where: str, *, allow_none: bool = False, default: float | N
     return value
 
 
+def _flag(value: Any, where: str, **names: Any) -> bool:
+    """A boolean attribute: true/false (or 0/1); ``"maybe"`` or ``3`` are refused, not read as true."""
+    if value is None:
+        return False
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise GraphValidationError(f"{where} must be true or false, got {value!r}", **names)
+
+
 def _normalise_node(node_id: str, attrs: Mapping[str, Any]) -> Node:
     unknown = set(attrs) - set(NODE_FIELDS) - {"id"}
     if unknown:
@@ -106,7 +117,8 @@ def _normalise_node(node_id: str, attrs: Mapping[str, Any]) -> Node:
                                    field="latency")
     latency = {}
     for kind, t in lat.items():
-        latency[str(kind)] = _num(t, f"node {node_id!r}: latency on {kind!r}", node=node_id, field="latency")
+        latency[str(kind)] = _num(t, f"node {node_id!r}: latency on {kind!r}", default=None, node=node_id,
+                                  field="latency")
     cc = attrs.get("color_class")
     return Node(
         id=node_id,
@@ -114,12 +126,17 @@ def _normalise_node(node_id: str, attrs: Mapping[str, Any]) -> Node:
         op_type=str(attrs.get("op_type") or "op"),
         latency=MappingProxyType(latency),
         size=_num(attrs.get("size"), f"node {node_id!r}: field 'size'", node=node_id, field="size"),
-        backward=bool(attrs.get("backward", False)),
+        backward=_flag(attrs.get("backward", False), f"node {node_id!r}: field 'backward'", node=node_id,
+                       field="backward"),
         color_class=None if cc is None else str(cc),
-        transfer_cost=_num(attrs.get("transfer_cost"), f"node {node_id!r}: field 'transfer_cost'", node=node_id, field="transfer_cost"),
-        output_bytes=_num(attrs.get("output_bytes"), f"node {node_id!r}: field 'output_bytes'", node=node_id, field="output_bytes", allow_none=True),
-        flops=_num(attrs.get("flops"), f"node {node_id!r}: field 'flops'", node=node_id, field="flops", allow_none=True),
-        artificial=bool(attrs.get("artificial", False)),
+        transfer_cost=_num(attrs.get("transfer_cost"), f"node {node_id!r}: field 'transfer_cost'", node=node_id,
+                           field="transfer_cost"),
+        output_bytes=_num(attrs.get("output_bytes"), f"node {node_id!r}: field 'output_bytes'", node=node_id,
+                          field="output_bytes", allow_none=True),
+        flops=_num(attrs.get("flops"), f"node {node_id!r}: field 'flops'", node=node_id, field="flops",
+                   allow_none=True),
+        artificial=_flag(attrs.get("artificial", False), f"node {node_id!r}: field 'artificial'", node=node_id,
+                         field="artificial"),
         layer=None if attrs.get("layer") is None else str(attrs.get("layer")),
     )
 
@@ -167,7 +184,8 @@ class OpGraph:
         for u, v, attrs in graph.edges(data=True):
             g.add_edge(str(u), str(v),
                        bytes=_num(attrs.get("bytes"), f"edge {u} -> {v}: field 'bytes'", allow_none=True),
-                       artificial=bool(attrs.get("artificial", False)))
+                       artificial=_flag(attrs.get("artificial", False), f"edge {u} -> {v}: field 'artificial'",
+                                        edge=(str(u), str(v)), field="artificial"))
         validate_graph(g)
         self.notes.extend(_add_artificial_forward_twins(g))
         nx.freeze(g)
@@ -307,9 +325,12 @@ def _check_source(source: Any) -> dict[str, Any] | None:
 def validate_graph(g: nx.DiGraph) -> None:
     """Reject malformed graphs with a message naming the culprit.
 
-    Checks: self-loops, cycles (naming one), negative/NaN numbers (done while
-    normalising attributes), backward -> forward edges.
+    Checks: at least one node, self-loops, cycles (naming one),
+    negative/NaN/infinite numbers and missing latencies (done while normalising
+    attributes), backward -> forward edges.
     """
+    if g.number_of_nodes() == 0:
+        raise GraphValidationError("graph has no nodes: there is nothing to place", field="nodes")
     for u, v in nx.selfloop_edges(g):
         raise GraphValidationError(f"edge {u} -> {v}: self-loop", edge=(u, v), node=u)
     if not nx.is_directed_acyclic_graph(g):

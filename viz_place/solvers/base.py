@@ -21,7 +21,11 @@ Option fields carry UI hints in ``field(metadata=...)``: ``help``, ``min``,
 ... class DemoOptions(SolverOptions):
 ...     time_limit: float = field(default=10.0, metadata={"help": "seconds", "min": 0.0})
 >>> make_options(DemoOptions, {"time_limit": 5}).time_limit
-5
+5.0
+>>> make_options(DemoOptions, {"time_limit": "soon"})
+Traceback (most recent call last):
+...
+viz_place.errors.SolverError: option 'time_limit': expected a number, got 'soon'
 >>> make_options(DemoOptions, {"speed": 1})
 Traceback (most recent call last):
 ...
@@ -30,8 +34,11 @@ viz_place.errors.SolverError: unknown option(s) ['speed'] for DemoOptions; known
 from __future__ import annotations
 
 import dataclasses
+import math
 import threading
 import time
+import types
+import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -40,28 +47,105 @@ from ..errors import Cancelled, SolverError
 
 @dataclass(frozen=True)
 class SolverOptions:
-    """Base of every solver's options; subclasses add fields and validate in ``__post_init__``."""
+    """Base of every solver's options: each field is checked against its annotation and hints.
+
+    The rules, the same for every solver (so the CLI, the explorer and Python
+    callers get the same refusals):
+
+    * ``float`` fields take a finite int or float (NaN and infinities are
+      refused); ``int`` fields a whole number (``3.0`` is taken as ``3``,
+      ``2.7`` is refused); ``bool`` fields ``true``/``false`` only (not ``1``,
+      ``3`` or ``"maybe"``); ``str`` fields a string; ``X | None`` also takes
+      ``None``. Booleans are never numbers.
+    * ``min``/``max``/``choices`` from the field metadata.
+    * Every field named ``time_limit`` is a positive number of seconds: ``0``
+      is refused everywhere (no limit = leave the option out, where the solver
+      allows ``None``).
+
+    Errors are :class:`~viz_place.errors.SolverError` naming the option.
+    """
 
     def __post_init__(self) -> None:
+        hints = _type_hints(type(self))
         for f in dataclasses.fields(self):
             meta = f.metadata
-            value = getattr(self, f.name)
+            value = _coerce(f.name, getattr(self, f.name), hints.get(f.name))
             aliases = meta.get("aliases") or {}
             if isinstance(value, str) and value in aliases:
                 value = aliases[value]
-                object.__setattr__(self, f.name, value)
+            object.__setattr__(self, f.name, value)
             if "choices" in meta and value not in meta["choices"]:
-                raise SolverError(f"option {f.name!r}: {value!r} is not one of {list(meta['choices'])}", field=f.name)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                raise _option_error(f.name, f"{value!r} is not one of {list(meta['choices'])}")
+            if _is_number(value):
                 if "min" in meta and value < meta["min"]:
-                    raise SolverError(f"option {f.name!r}: {value!r} is below the minimum {meta['min']}",
-                                      field=f.name)
+                    raise _option_error(f.name, f"{value!r} is below the minimum {meta['min']}")
                 if "max" in meta and value > meta["max"]:
-                    raise SolverError(f"option {f.name!r}: {value!r} is above the maximum {meta['max']}",
-                                      field=f.name)
+                    raise _option_error(f.name, f"{value!r} is above the maximum {meta['max']}")
+                if f.name == "time_limit" and value <= 0:
+                    raise _option_error(f.name, f"{value!r} seconds: a time limit must be positive "
+                                                "(leave it out for the solver's default)")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _option_error(name: str, text: str) -> SolverError:
+    return SolverError(f"option {name!r}: {text}", field=name)
+
+
+def _type_hints(cls: type) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(cls)
+    except Exception:  # pragma: no cover - unresolvable annotations: checked by value only
+        return {}
+
+
+def _coerce(name: str, value: Any, tp: Any) -> Any:
+    """``value`` checked against annotation ``tp`` (``int`` -> ``float`` widening; ``3.0`` -> ``3``).
+
+    >>> _coerce("n", 3.0, int), _coerce("t", 2, float), _coerce("t", None, float | None)
+    (3, 2.0, None)
+    >>> _coerce("flag", "maybe", bool)
+    Traceback (most recent call last):
+    ...
+    viz_place.errors.SolverError: option 'flag': expected true or false, got 'maybe'
+    """
+    if tp is None or tp is Any:
+        return value
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        rest = [a for a in args if a is not type(None)]
+        if len(rest) == 1:
+            return _coerce(name, value, rest[0])
+        return value
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        raise _option_error(name, f"expected true or false, got {value!r}")
+    if tp is int:
+        if isinstance(value, float) and not isinstance(value, bool) and math.isfinite(value) and value.is_integer():
+            return int(value)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise _option_error(name, f"expected a whole number, got {value!r}")
+    if tp is float:
+        if not _is_number(value):
+            raise _option_error(name, f"expected a number, got {value!r}")
+        if not math.isfinite(value):
+            raise _option_error(name, f"expected a finite number, got {value!r}")
+        return float(value)
+    if tp is str:
+        if isinstance(value, str):
+            return value
+        raise _option_error(name, f"expected a string, got {value!r}")
+    return value
 
 
 def make_options(cls: type, options: Any) -> Any:
@@ -85,12 +169,7 @@ def make_options(cls: type, options: Any) -> Any:
 def option_specs(cls: type) -> list[dict[str, Any]]:
     """Name, type, default and UI hints of every option field (for forms)."""
     out = []
-    hints = {}
-    try:
-        import typing
-        hints = typing.get_type_hints(cls)
-    except Exception:  # pragma: no cover - exotic annotations
-        pass
+    hints = _type_hints(cls)
     for f in dataclasses.fields(cls):
         default = f.default if f.default is not dataclasses.MISSING else (
             f.default_factory() if f.default_factory is not dataclasses.MISSING else None)

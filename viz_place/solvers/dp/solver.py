@@ -56,9 +56,9 @@ BOUND_SET = "pipeline"
 class DPOptions(SolverOptions):
     """Options of the ``dp`` solver."""
 
-    time_limit: float = field(default=0.0, metadata={
-        "help": "seconds; when reached, return the best placement found so far (status 'feasible'); 0 = none",
-        "min": 0.0})
+    time_limit: float | None = field(default=None, metadata={
+        "help": "seconds; when reached, return the best placement found so far (status 'feasible'); "
+                "none = no limit"})
     max_ideals: int = field(default=200_000, metadata={
         "help": "stop with an error when the contracted graph has more ideals than this", "min": 1, "max": 20_000_000})
     contract_layers: bool = field(default=False, metadata={
@@ -206,7 +206,7 @@ def solve(problem: Problem, opts: DPOptions, user_hooks: Hooks) -> SolverResult:
     timed_out = [False]
 
     def out_of_time() -> bool:
-        if opts.time_limit > 0 and watch.elapsed > opts.time_limit:
+        if opts.time_limit is not None and watch.elapsed > opts.time_limit:
             timed_out[0] = True
         return timed_out[0]
     hooks = user_hooks.with_stop(out_of_time)
