@@ -35,6 +35,7 @@ bench: $(STAMP)
 samples: $(STAMP)
 	$(BIN)/python scripts/make_samples.py
 	$(BIN)/python scripts/import_light_models.py
+	$(BIN)/python scripts/make_module_samples.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

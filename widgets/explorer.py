@@ -24,12 +24,13 @@ from .files_panel import FilesPanel
 from .graph_panel import GraphPanel
 from .metrics_panel import MetricsPanel
 from .overrides_panel import OverridesPanel
+from .pipeline_panel import PipelinePanel
 from .solver_panel import SolverPanel
 from .state import ExplorerState
 from .tradeoffs_panel import TradeoffsPanel
 
-TABS = ("Node & pins", "Devices", "Solver", "Metrics", "Trade-offs", "Load & export")
-_TAB_KEYS = {1: "devices", 2: "solver", 4: "tradeoffs", 5: "files"}
+TABS = ("Node & pins", "Devices", "Solver", "Metrics", "Pipeline", "Trade-offs", "Load & export")
+_TAB_KEYS = {1: "devices", 2: "solver", 4: "pipeline", 5: "tradeoffs", 6: "files"}
 
 #: The headline (title + figures) stays in view while working in the tabs: it is sticky, and
 #: the output area / widget boxes around the explorer must not clip it (their overflow: auto
@@ -111,13 +112,15 @@ class PlacementExplorer(W.VBox):
         # The other panels are built when their tab is first opened (or the attribute first
         # used): fewer widgets to create up front makes the explorer open faster.
         self._factories = {"devices": lambda: DevicesEditor(self.state), "solver": lambda: SolverPanel(self.state),
+                           "pipeline": lambda: PipelinePanel(self.state),
                            "tradeoffs": lambda: TradeoffsPanel(self.state),
                            "files": lambda: FilesPanel(self.state, workdir=workdir)}
         self._panels: dict[str, Any] = {}
         self._slots = {k: W.VBox() for k in self._factories}
         self.tabs = W.Tab(children=[W.VBox([self.graph_panel.controls, self.overrides.widget]),
                                     self._slots["devices"], self._slots["solver"],
-                                    self.metrics.widget, self._slots["tradeoffs"], self._slots["files"]])
+                                    self.metrics.widget, self._slots["pipeline"], self._slots["tradeoffs"],
+                                    self._slots["files"]])
         self.tabs.titles = TABS
         self.tabs.observe(self._on_tab, "selected_index")
         self.title = W.HTML()
@@ -151,6 +154,10 @@ class PlacementExplorer(W.VBox):
         return self._panel("solver")
 
     @property
+    def pipeline(self) -> PipelinePanel:
+        return self._panel("pipeline")
+
+    @property
     def tradeoffs(self) -> TradeoffsPanel:
         return self._panel("tradeoffs")
 
@@ -165,15 +172,20 @@ class PlacementExplorer(W.VBox):
             out.append(self._panels["tradeoffs"].plots)
         if "solver" in self._panels:
             out.append(self._panels["solver"].curve_widget)
+        if "pipeline" in self._panels:
+            out += [self._panels["pipeline"].plots, self._panels["pipeline"].devices_plot]
         return out
 
     def figures(self) -> dict[str, Any]:
-        """The live Bokeh figures by name (edits to them show in the page): ``graph``, ``load``,
-        ``memory``, ``pareto`` (runs: throughput vs latency), ``sweep``, ``curve`` (solver curve).
-        Builds the tabs they live in if needed."""
-        return {"graph": self.graph_panel.view.figure, "load": self.metrics.view.load_figure,
-                "memory": self.metrics.view.memory_figure, "pareto": self.tradeoffs.view.scatter_figure,
-                "sweep": self.tradeoffs.view.sweep_figure, "curve": self.solver.curve.figure}
+        """The live Bokeh figures by name (building the tabs they live in): ``graph``,
+        ``pipeline``, ``latency_schedule``, ``devices_graph``, ``load``, ``memory``, ``pareto``
+        (runs: throughput vs latency), ``sweep``, ``curve`` (solver curve)."""
+        out = {"graph": self.graph_panel.view.figure}
+        out.update(self.pipeline.figures())
+        out.update(load=self.metrics.view.load_figure, memory=self.metrics.view.memory_figure,
+                   pareto=self.tradeoffs.view.scatter_figure, sweep=self.tradeoffs.view.sweep_figure,
+                   curve=self.solver.curve.figure)
+        return out
 
     @property
     def history(self) -> list[dict[str, Any]]:
