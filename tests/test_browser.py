@@ -38,7 +38,7 @@ KERNEL_IDLE_JS = """() => { const w = window.jupyterapp && window.jupyterapp.she
 GRAPH_JS = """(k) => {
   // [...Bokeh.index], not Object.values(Bokeh.index): the index's ownKeys lists duplicate ids (README, known issues)
   const views = window.Bokeh ? [...Bokeh.index].filter(v => v.el && v.el.isConnected) : [];
-  const pv = views.reverse().find(v => v.model.title && v.model.title.text && v.model.title.text.includes(' nodes, '));
+  const pv = views.find(v => v.model.title && v.model.title.text && v.model.title.text.includes(' nodes, '));
   if (!pv || !pv.has_finished()) return null;
   const rm = pv.model.renderers.find(r => r.data_source && r.data_source.get_column
                                           && r.data_source.get_column('op') != null);

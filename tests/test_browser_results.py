@@ -129,7 +129,10 @@ def test_trade_offs_sweep_and_restore_in_jupyterlab(tmp_path):
         box.locator("input").press("Enter")
         lab.click_button("Sweep")
         page.get_by_text(re.compile("sweep done")).first.wait_for(timeout=60000)
-        _wait_plot(lab, "accelerator sweep", "count", 2)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and (_plot(lab, "accelerator sweep", "count") or {}).get("n") != 2:
+            time.sleep(0.2)
+        assert _plot(lab, "accelerator sweep", "count")["n"] == 2
         lab.open_tab("Load & export")
         lab.select("sample", "chain")
         lab.click_button("Load sample")
