@@ -36,7 +36,8 @@ KERNEL_IDLE_JS = """() => { const w = window.jupyterapp && window.jupyterapp.she
 
 # The graph figure's plot view, its node renderer, and screen positions of nodes.
 GRAPH_JS = """(k) => {
-  const views = Object.values(window.Bokeh ? Bokeh.index : {});
+  // [...Bokeh.index], not Object.values(Bokeh.index): the index's ownKeys lists duplicate ids (README, known issues)
+  const views = window.Bokeh ? [...Bokeh.index].filter(v => v.el && v.el.isConnected) : [];
   const pv = views.find(v => v.model.title && v.model.title.text && v.model.title.text.includes(' nodes, '));
   if (!pv || !pv.has_finished()) return null;
   const rm = pv.model.renderers.find(r => r.data_source && r.data_source.get_column

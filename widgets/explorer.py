@@ -23,6 +23,7 @@ from .devices_panel import DevicesEditor
 from .files_panel import FilesPanel
 from .graph_panel import GraphPanel
 from .metrics_panel import MetricsPanel
+from .overrides_panel import OverridesPanel
 from .pipeline_panel import PipelinePanel
 from .solver_panel import SolverPanel
 from .state import ExplorerState
@@ -31,6 +32,16 @@ from .tradeoffs_panel import TradeoffsPanel
 
 TABS = ("Node & pins", "Devices", "Solver", "Metrics", "Pipeline", "Trade-offs", "Load & export", "Design sweep")
 _TAB_KEYS = {1: "devices", 2: "solver", 4: "pipeline", 5: "tradeoffs", 6: "files", 7: "sweeps"}
+
+#: The headline (title + figures) stays in view while working in the tabs: it is sticky, and
+#: the output area / widget boxes around the explorer must not clip it (their overflow: auto
+#: would make them the scroll container sticky positioning refers to).
+STICKY_CSS = """<style>
+.vp-headline { position: sticky; top: 0; z-index: 30; background: var(--jp-layout-color0, #fff);
+  border-bottom: 1px solid var(--jp-border-color2, #ddd); padding-bottom: 2px; }
+.vp-explorer, .jp-OutputArea-output:has(.vp-explorer), .jp-OutputArea-child:has(.vp-explorer),
+.jp-Cell-outputWrapper:has(.vp-explorer), .jp-Cell-outputArea:has(.vp-explorer) { overflow: visible !important; }
+</style>"""
 
 
 def resolve_graph(graph_or_path: Any, example_inputs: Any = None, *, overrides: Mapping[str, Any] | None = None,
@@ -84,7 +95,8 @@ class PlacementExplorer(W.VBox):
         this kernel, started on the first sweep).
 
     Attributes: ``state`` (the model), ``graph_panel``, ``devices``, ``solver``,
-    ``metrics``, ``tradeoffs``, ``files`` (the panels).
+    ``metrics``, ``overrides``, ``tradeoffs``, ``files`` (the panels); ``history`` (runs with
+    value, gap and bound) and ``figures()`` (the live Bokeh figures by name).
     """
 
     def __init__(self, graph_or_path: Any = None, example_inputs: Any = None, *,
@@ -101,6 +113,7 @@ class PlacementExplorer(W.VBox):
         self.state = ExplorerState(graph, cluster, placement, pins)
         self.graph_panel = GraphPanel(self.state)
         self.metrics = MetricsPanel(self.state)
+        self.overrides = OverridesPanel(self.state)
         # The other panels are built when their tab is first opened (or the attribute first
         # used): fewer widgets to create up front makes the explorer open faster.
         # One Dask client (started on the first sweep) for the accelerator and design sweeps.
@@ -112,7 +125,8 @@ class PlacementExplorer(W.VBox):
                            "sweeps": lambda: SweepPanel(self.state, self.engine)}
         self._panels: dict[str, Any] = {}
         self._slots = {k: W.VBox() for k in self._factories}
-        self.tabs = W.Tab(children=[self.graph_panel.controls, self._slots["devices"], self._slots["solver"],
+        self.tabs = W.Tab(children=[W.VBox([self.graph_panel.controls, self.overrides.widget]),
+                                    self._slots["devices"], self._slots["solver"],
                                     self.metrics.widget, self._slots["pipeline"], self._slots["tradeoffs"],
                                     self._slots["files"], self._slots["sweeps"]])
         self.tabs.titles = TABS
@@ -120,8 +134,10 @@ class PlacementExplorer(W.VBox):
         self.title = W.HTML()
         self.state.on("graph", lambda s, **_: self._title())
         self._title()
-        super().__init__([self.title, self.metrics.summary, self.graph_panel.bokeh, self.tabs],
-                         layout=W.Layout(width="100%"))
+        self.headline = W.VBox([W.HTML(STICKY_CSS), self.title, self.metrics.summary])
+        self.headline.add_class("vp-headline")
+        super().__init__([self.headline, self.graph_panel.bokeh, self.tabs],
+                         layout=W.Layout(width="100%", overflow="visible"))
         self.add_class("vp-explorer")
 
     # --- panels (built on first use) ------------------------------------------------
@@ -176,11 +192,21 @@ class PlacementExplorer(W.VBox):
 
     def figures(self) -> dict[str, Any]:
         """The live Bokeh figures by name (building the tabs they live in): ``graph``,
-        ``pipeline``, ``latency_schedule``, ``devices_graph``, ``load``, ``memory``."""
+        ``pipeline``, ``latency_schedule``, ``devices_graph``, ``load``, ``memory``, ``pareto``
+        (runs: throughput vs latency), ``sweep``, ``curve`` (solver curve)."""
         out = {"graph": self.graph_panel.view.figure}
         out.update(self.pipeline.figures())
-        out.update(load=self.metrics.view.load_figure, memory=self.metrics.view.memory_figure)
+        out.update(load=self.metrics.view.load_figure, memory=self.metrics.view.memory_figure,
+                   pareto=self.tradeoffs.view.scatter_figure, sweep=self.tradeoffs.view.sweep_figure,
+                   curve=self.solver.curve.figure)
         return out
+
+    @property
+    def history(self) -> list[dict[str, Any]]:
+        """The runs so far (the ``start`` row first), each a dict with at least ``run``, ``solver``,
+        ``status``, ``objective``, ``value``, ``gap``, ``bound``, ``bound_source``, ``best_known``,
+        ``note`` and the evaluator's figures (``max_load``, ``throughput``, ``latency``...)."""
+        return self.state.history
 
     def refresh(self) -> None:
         """Re-send every figure in full (after a page reload with a running kernel, call this

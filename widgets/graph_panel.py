@@ -85,7 +85,7 @@ class GraphPanel:
         self.widget = bokeh_widget(self.view.figure, layout=W.Layout(width="100%"))
         self.bokeh.children = (self.widget,)
         for w in old:
-            w.close()
+            w.retire()   # closing at once makes the kernel log "No such comm" (defect 8)
         self._on_cluster()
         self._on_pins()
         self._on_selected()
@@ -156,7 +156,10 @@ class GraphPanel:
     def _on_search(self, change) -> None:
         hits = self.state.find(change["new"])
         if not hits:
-            self.message.value = error_html(f"no node matches {change['new']!r}") if change["new"] else ""
+            # A failed search clears the selection, so Move cannot act on the previous node.
+            self.state.select(None)
+            self.message.value = error_html(f"no node matches {change['new']!r}; nothing selected") \
+                if change["new"] else ""
             return
         self.message.value = ok_html(f"{len(hits)} match(es); selected the first") if len(hits) > 1 else ""
         self.state.select(hits[0])
@@ -169,6 +172,8 @@ class GraphPanel:
             b.disabled = not on
         self.unpin_button.disabled = not (on and n in s.pins)
         if not on:
+            if list(self.view.nodes.selected.indices):
+                self.view.nodes.selected.indices = []
             self.info.value = "<i>tap a node (or search) to select it</i>"
             return
         node = s.graph.node(n)

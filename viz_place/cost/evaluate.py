@@ -34,6 +34,7 @@ import numpy as np
 
 from ..errors import PlacementError
 from ..model import Cluster, OpGraph, Placement
+from ..model.units import format_bytes
 from .compiled import CompiledProblem, compile_problem
 from .latency import single_sample_latency
 
@@ -253,7 +254,8 @@ def _violations_of(prob: CompiledProblem, dev: np.ndarray, node_lat: np.ndarray,
     names, ids = prob.device_names, prob.node_ids
     over = memory > prob.capacity * (1 + REL_TOL)
     for d in np.flatnonzero(over):
-        out.append(f"memory over capacity on device {names[d]}: {memory[d]:.6g} used of {prob.capacity[d]:.6g}")
+        out.append(f"memory over capacity on device {names[d]}: {format_bytes(memory[d])} used of "
+                   f"{format_bytes(prob.capacity[d])}")
     bad = np.flatnonzero(np.isinf(node_lat))
     for i in bad[:20]:
         kind = prob.cluster.devices[dev[i]].cls.kind

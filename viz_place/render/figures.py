@@ -1,4 +1,5 @@
-"""Bokeh figures of the explorer beside the graph (metrics, trade-offs, training curve).
+"""Bokeh figures of the explorer beside the graph: the metrics (trade-offs and the solver
+curve are in :mod:`viz_place.render.charts`).
 
 The graph figure is in :mod:`viz_place.render.graph_figure`, the pipeline and
 device-level views in :mod:`viz_place.render.pipeline_figure`. Canvas backend
@@ -14,15 +15,14 @@ device-level views in :mod:`viz_place.render.pipeline_figure`. Canvas backend
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from bokeh.models import ColumnDataSource, FactorRange, HoverTool, NumeralTickFormatter
 from bokeh.plotting import figure
 
 from ..model import Cluster
-from .data import device_bar_columns, pareto_front
+from .data import device_bar_columns
 
 
 # --- metrics -------------------------------------------------------------------
@@ -72,83 +72,4 @@ def set_metrics(view: MetricsView, evaluation, cluster: Cluster) -> None:
     view.bars.data = data
 
 
-# --- trade-offs ---------------------------------------------------------------------
-
-@dataclass(eq=False)
-class TradeoffView:
-    scatter_figure: Any
-    points: ColumnDataSource
-    front: ColumnDataSource
-    sweep_figure: Any
-    sweep: ColumnDataSource
-
-
-def tradeoff_view() -> TradeoffView:
-    """Throughput-vs-latency scatter of runs with the Pareto front, and the accelerator sweep."""
-    pts = ColumnDataSource({"throughput": [], "latency": [], "label": [], "colour": []})
-    front = ColumnDataSource({"throughput": [], "latency": []})
-    sc = figure(height=300, width=420, title="runs: throughput vs latency (line = Pareto front)",
-                x_axis_label="throughput (samples / time unit)", y_axis_label="latency", tools="pan,wheel_zoom,reset",
-                output_backend="canvas")
-    sc.line("throughput", "latency", source=front, line_color="#d62728", line_width=2)
-    r = sc.scatter("throughput", "latency", source=pts, size=9, fill_color="colour", line_color="black")
-    sc.add_tools(HoverTool(renderers=[r], tooltips=[("run", "@label"), ("throughput", "@throughput{0.0000}"),
-                                                    ("latency", "@latency{0.000}")]))
-    sw_src = ColumnDataSource({"count": [], "max_load": [], "label": []})
-    sw = figure(height=300, width=420, title="accelerator sweep: optimal max-load vs count",
-                x_axis_label="number of accelerators", y_axis_label="max-load (time per sample)",
-                tools="pan,wheel_zoom,reset", output_backend="canvas")
-    sw.line("count", "max_load", source=sw_src, line_width=2)
-    r2 = sw.scatter("count", "max_load", source=sw_src, size=8)
-    sw.add_tools(HoverTool(renderers=[r2], tooltips=[("accelerators", "@count"), ("max-load", "@max_load{0.000}"),
-                                                     ("status", "@label")]))
-    return TradeoffView(sc, pts, front, sw, sw_src)
-
-
-def tradeoff_columns(history: Sequence[Mapping[str, Any]]) -> tuple[dict[str, list], dict[str, list]]:
-    """(points, Pareto front) columns from history rows with ``throughput``/``latency``."""
-    keep = [h for h in history if _finite(h.get("throughput")) and _finite(h.get("latency"))]
-    palette = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
-    solvers = list(dict.fromkeys(h["solver"] for h in keep))
-    pts = {"throughput": [h["throughput"] for h in keep], "latency": [h["latency"] for h in keep],
-           "label": [f"#{h.get('run', '?')} {h['solver']} ({h.get('status', '')})" for h in keep],
-           "colour": [palette[solvers.index(h["solver"]) % len(palette)] for h in keep]}
-    idx = pareto_front(list(zip(pts["throughput"], pts["latency"])))
-    front = {"throughput": [pts["throughput"][i] for i in idx], "latency": [pts["latency"][i] for i in idx]}
-    return pts, front
-
-
-def set_tradeoffs(view: TradeoffView, history: Sequence[Mapping[str, Any]]) -> None:
-    pts, front = tradeoff_columns(history)
-    view.points.data = pts
-    view.front.data = front
-
-
-def set_sweep(view: TradeoffView, rows: Sequence[Mapping[str, Any]]) -> None:
-    """Rows ``{"count", "max_load", "status"}`` of a sweep, in count order."""
-    view.sweep.data = {"count": [r["count"] for r in rows],
-                       "max_load": [r["max_load"] if _finite(r["max_load"]) else math.nan for r in rows],
-                       "label": [str(r.get("status", "")) for r in rows]}
-
-
-def _finite(x: Any) -> bool:
-    return isinstance(x, (int, float)) and math.isfinite(x)
-
-
-# --- solver training curve ---------------------------------------------------------
-
-@dataclass(eq=False)
-class CurveView:
-    figure: Any
-    curve: ColumnDataSource
-
-
-def curve_view() -> CurveView:
-    """A live training curve (episode vs objective and best so far)."""
-    src = ColumnDataSource({"episode": [], "objective": [], "best": []})
-    f = figure(height=220, width=420, title="training curve", x_axis_label="episode / sweep",
-               y_axis_label="objective", tools="pan,wheel_zoom,reset", output_backend="canvas")
-    f.line("episode", "objective", source=src, line_alpha=0.6, legend_label="episode")
-    f.line("episode", "best", source=src, line_color="#d62728", line_width=2, legend_label="best")
-    f.legend.location = "top_right"
-    return CurveView(f, src)
+# The trade-offs charts and the solver curve live in :mod:`viz_place.render.charts`.

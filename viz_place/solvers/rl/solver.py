@@ -28,6 +28,8 @@ sweep, after the greedy sweeps and of the result, the number of sweeps and of ev
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -153,9 +155,10 @@ class _Run:
                 break
         return zero_shot
 
-    def descend(self, policy: Policy) -> bool:
-        """Greedy sweeps from the current state while they help; whether one beat the best so far."""
-        gained = False
+    def descend(self, policy: Policy) -> tuple[bool, float]:
+        """Greedy sweeps from the current state while they help: (whether one beat the best so far,
+        the lowest objective they reached — the RL curve's per-round "episode" value)."""
+        gained, reached = False, math.inf
         for _ in range(1000):
             if self.stop_search():
                 break
@@ -163,9 +166,10 @@ class _Run:
                         order=self._order(self.opts.shuffle))
             self.sweeps += 1
             gained = self.take(res) or gained
+            reached = min(reached, res.end)
             if not _progressed(res):
                 break
-        return gained
+        return gained, reached
 
     def search(self, policy: Policy, starts) -> None:
         """Rounds of perturb-and-descend (``sample`` / ``finetune`` modes; see the module docstring)."""
@@ -181,6 +185,7 @@ class _Run:
         while not self.stop_search() and (opts.samples == 0 or n_samples < opts.samples) and \
                 (opts.patience == 0 or n_samples - last_gain < opts.patience):
             res = None
+            round_val = math.inf       # the objective this round reached (the curve's "episode" line)
             if opts.restart_after > 0 and quiet >= opts.restart_after:
                 # Diversify: descend from the next fill (then from random valid placements)
                 # instead of perturbing the best one.
@@ -195,8 +200,11 @@ class _Run:
                 res = sweep(self.env, pol, self.rng, greedy=False, temperature=opts.temperature,
                             record=learner is not None, stop=self.stop_search)
                 gained = self.take(res)
+                round_val = min(round_val, res.end)
             n_samples += 1
-            gained = self.descend(pol) or gained
+            descended, reached = self.descend(pol)
+            gained = descended or gained
+            round_val = min(round_val, reached)
             if gained:
                 last_gain, quiet = n_samples, 0
             else:
@@ -208,7 +216,8 @@ class _Run:
                     batch = []
             self.hooks.report(min(1.0, self.watch.elapsed / opts.time_limit) if opts.time_limit > 0 else None,
                               f"{n_samples} sampled sweeps: best {self.best_val:.6g}", incumbent=self.best_val,
-                              data={"sweep": self.sweeps + n_samples, "best": self.best_val})
+                              data={"sweep": self.sweeps + n_samples, "best": self.best_val,
+                                    **({"objective": round_val} if math.isfinite(round_val) else {})})
         self.sweeps += n_samples
         self.cancelled = self.hooks.cancelled
 
