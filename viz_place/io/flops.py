@@ -40,9 +40,9 @@ from ..model.roofline import VIEW_OPS as VIEW
 Shape = tuple[int, ...]
 
 UNARY = frozenset({"Relu", "LeakyRelu", "PRelu", "Neg", "Abs", "Clip", "Sqrt", "Reciprocal", "Floor", "Ceil",
-                   "Round", "Sign", "Not", "ThresholdedRelu", "Relu6", "Hardtanh"})
+                   "Round", "Sign", "Not", "ThresholdedRelu", "Relu6", "Hardtanh", "CumSum"})
 TRANSCENDENTAL = frozenset({"Sigmoid", "Tanh", "Exp", "Log", "Erf", "Gelu", "Softplus", "Softsign", "HardSigmoid",
-                            "HardSwish", "Elu", "Selu", "Celu", "Mish", "Silu", "Sin", "Cos", "Pow"})
+                            "HardSwish", "Elu", "Selu", "Celu", "Mish", "Silu", "Sin", "Cos", "Pow", "Rsqrt"})
 BINARY = frozenset({"Add", "Sub", "Mul", "Div", "Max", "Min", "Sum", "Mean", "Equal", "Greater", "Less",
                     "GreaterOrEqual", "LessOrEqual", "And", "Or", "Xor", "Where", "Mod", "BitShift"})
 REDUCE = frozenset({"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",

@@ -26,6 +26,7 @@ names torch's ONNX exporter gives.
 from __future__ import annotations
 
 import operator
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from ..errors import InputFormatError
@@ -65,51 +66,115 @@ FUNCTION_OPS = {
     "pad": "Pad", "expand": "Expand", "repeat": "Tile", "clamp": "Clip", "maximum": "Max", "minimum": "Min",
     "pow": "Pow", "getitem": "Slice", "select": "Gather", "unflatten": "Reshape", "unbind": "Split",
     "scaled_dot_product_attention": "Attention",
+    # ATen names (graphs traced with torch.export)
+    "addmm": "Gemm", "baddbmm": "Gemm", "embedding": "Gather", "alias": "Identity", "clone": "Identity",
+    "to": "Cast", "_to_copy": "Cast", "type_as": "Cast", "index": "Gather", "index_select": "Gather",
+    "gather": "GatherElements", "slice": "Slice", "narrow": "Slice", "rsqrt": "Rsqrt", "reciprocal": "Reciprocal",
+    "cos": "Cos", "sin": "Sin", "erf": "Erf", "native_layer_norm": "LayerNormalization",
+    "_native_batch_norm_legit_no_training": "BatchNormalization", "group_norm": "GroupNormalization",
+    "masked_fill": "Where", "where": "Where", "_unsafe_view": "Reshape", "expand_as": "Expand",
+    "max_pool2d_with_indices": "MaxPool", "hardtanh": "Clip", "silu_": "Silu", "hardswish": "HardSwish",
+    "leaky_relu": "LeakyRelu", "mean.dim": "ReduceMean", "var": "ReduceMean", "std": "ReduceMean",
+    "floordiv": "Div", "eq": "Equal", "ne": "Equal", "lt": "Less", "gt": "Greater", "le": "LessOrEqual",
+    "ge": "GreaterOrEqual", "logical_not": "Not", "bitwise_not": "Not", "and": "And", "or": "Or",
+    "cumsum": "CumSum", "new_ones": "ConstantOfShape", "new_zeros": "ConstantOfShape", "full_like": "ConstantOfShape",
+    "zeros_like": "ConstantOfShape", "ones_like": "ConstantOfShape", "arange": "Range", "triu": "Trilu", "tril": "Trilu",
+    "einsum": "Einsum", "upsample_nearest2d": "Resize", "upsample_bilinear2d": "Resize", "sigmoid_": "Sigmoid",
 }
+
+#: Calls whose first arguments are reordered to match an ONNX op's inputs
+#: (``addmm(bias, a, b)`` is ``Gemm(a, b, bias)``, ``baddbmm`` likewise).
+BIAS_FIRST = frozenset({"addmm", "baddbmm"})
+
+#: Guard and assertion calls (no data): skipped.
+SKIPPED_CALLS = frozenset({"_assert_tensor_metadata", "_assert_scalar", "sym_constrain_range_for_size",
+                           "_assert_async", "sym_constrain_range"})
 
 #: Calls that only read shapes: folded like constants.
 SHAPE_CALLS = frozenset({"size", "dim", "numel"})
 
 
+TRACERS = ("auto", "fx", "export")
+
+
 def read_torch(module: Any, example_inputs: Sequence[Any], *, name: str | None = None,
                specs: Mapping[str, RooflineSpec] | None = None, cluster: Cluster | None = None,
-               training: bool = False) -> OpGraph:
+               training: bool = False, tracer: str = "auto") -> OpGraph:
     """An :class:`OpGraph` from ``module`` run on ``example_inputs`` (a tuple of tensors).
 
     ``specs``, ``cluster`` and ``training`` are as in :func:`viz_place.io.onnx.read_onnx`.
-    Raises :class:`~viz_place.errors.InputFormatError` if the module cannot be
-    traced or run, naming the failing node.
+    ``tracer`` is ``"fx"`` (``torch.fx.symbolic_trace``), ``"export"``
+    (``torch.export``, ATen ops) or ``"auto"`` (fx, else export); which one ran is
+    in ``graph.notes``. Raises :class:`~viz_place.errors.InputFormatError` if the
+    module cannot be traced or run, naming the failing node. (Module
+    granularity, profiling and ``hf:`` specs: :func:`viz_place.io.torch_import.import_torch`.)
     """
+    traced = trace_module(module, example_inputs, name=name, tracer=tracer)
+    ops, edges = traced_ops(traced)
+    return build_graph(ops, edges, name=traced.name, notes=traced.notes, specs=specs, cluster=cluster,
+                       training=training)
+
+
+@dataclass
+class Traced:
+    """A traced module: the ``GraphModule`` (shapes propagated), which tracer made it, notes."""
+
+    gm: Any
+    tracer: str
+    name: str
+    notes: list[str] = field(default_factory=list)
+
+
+def trace_module(module: Any, example_inputs: Sequence[Any], *, name: str | None = None,
+                 tracer: str = "auto") -> Traced:
+    """Trace ``module`` (see :func:`read_torch`) and propagate shapes on ``example_inputs``."""
     try:
         import torch
         from torch.fx import symbolic_trace
         from torch.fx.passes.shape_prop import ShapeProp
     except ImportError as err:
         raise InputFormatError(f"reading a torch module needs the 'torch' package (pip install torch==2.13.0): {err}") from None
+    if tracer not in TRACERS:
+        raise InputFormatError(f"tracer {tracer!r}: expected one of {', '.join(TRACERS)}")
     if not isinstance(module, torch.nn.Module):
         raise InputFormatError(f"expected a torch.nn.Module, got {type(module).__name__}")
     if not isinstance(example_inputs, (tuple, list)) or not example_inputs:
         raise InputFormatError("example_inputs: must be a non-empty tuple of tensors")
     name = name or type(module).__name__
     notes = []
-    try:
-        gm = symbolic_trace(module)
-    except Exception as fx_err:  # data-dependent Python (e.g. nn.TransformerEncoder): try torch.export
-        fx_msg = f"{type(fx_err).__name__}: {' '.join(str(fx_err).split())[:200]}"
+    fx_msg = None
+    gm = None
+    if tracer in ("auto", "fx"):
+        try:
+            gm = symbolic_trace(module)
+            used = "fx"
+            notes.append("traced with torch.fx.symbolic_trace (module calls and torch functions)")
+        except Exception as fx_err:  # data-dependent Python (e.g. nn.TransformerEncoder): try torch.export
+            fx_msg = f"{type(fx_err).__name__}: {' '.join(str(fx_err).split())[:200]}"
+            if tracer == "fx":
+                raise InputFormatError(f"module {name!r}: torch.fx could not trace it ({fx_msg})") from None
+    if gm is None:
         try:
             gm = torch.export.export(module, tuple(example_inputs)).module()
         except Exception as err:
-            raise InputFormatError(f"module {name!r}: neither torch.fx ({fx_msg}) nor torch.export "
-                                   f"({type(err).__name__}: {' '.join(str(err).split())[:200]}) could trace it") from None
-        notes.append(f"traced with torch.export (ATen ops) because torch.fx.symbolic_trace failed: {fx_msg}")
+            why = f"{type(err).__name__}: {' '.join(str(err).split())[:200]}"
+            raise InputFormatError(f"module {name!r}: " + (f"neither torch.fx ({fx_msg}) nor " if fx_msg else "")
+                                   + f"torch.export ({why}) could trace it") from None
+        used = "export"
+        notes.append("traced with torch.export (ATen ops)"
+                     + (f" because torch.fx.symbolic_trace failed: {fx_msg}" if fx_msg else ""))
     try:
         with torch.no_grad():
             ShapeProp(gm).propagate(*example_inputs)
     except Exception as err:
         raise InputFormatError(f"module {name!r}: running it on the example inputs failed "
                                f"({type(err).__name__}: {' '.join(str(err).split())[:400]})") from None
-    ops, edges = _ops_and_edges(gm, name)
-    return build_graph(ops, edges, name=name, notes=notes, specs=specs, cluster=cluster, training=training)
+    return Traced(gm, used, name, notes)
+
+
+def traced_ops(traced: Traced) -> tuple[list[OpRecord], list[tuple[str, str, float]]]:
+    """Importer records (ops and edges) of a traced module; op ids are fx node names."""
+    return _ops_and_edges(traced.gm, traced.name)
 
 
 def _metas(node) -> list:
@@ -143,20 +208,34 @@ def _call_name(node) -> str:
 def _ops_and_edges(gm, name: str):
     modules = dict(gm.named_modules())
     const: set[str] = set()     # fx nodes folded as constants
-    weight_bytes: dict[str, float] = {}  # constant node -> bytes it holds
+    const_params: dict[str, frozenset] = {}  # constant node -> the parameters/buffers it is computed from
+    const_bytes: dict[str, float] = {}  # constant computed from shapes only -> bytes of its value
     alias: dict[str, tuple[str, float]] = {}  # getitem of a multi-output op -> (producer, bytes)
     ops: list[OpRecord] = []
     producers: set[str] = set()
     edge_bytes: dict[tuple[str, str], float] = {}
+    param_bytes: dict[str, float] = {}
     for node in gm.graph.nodes:
         if node.op in ("placeholder", "output"):
+            continue
+        if node.op == "call_function" and _call_name(node) in SKIPPED_CALLS:
+            continue
+        if node.op == "call_module" and str(node.target).startswith("_guards"):
             continue
         inputs = list(node.all_input_nodes)
         dynamic = [p for p in inputs if p.name not in const]
         if node.op == "get_attr" or not dynamic or (node.op == "call_method" and node.target in SHAPE_CALLS) \
                 or (node.op == "call_function" and node.target is getattr):
             const.add(node.name)
-            weight_bytes[node.name] = sum(_tensor_bytes(m) for m in _metas(node))
+            if node.op == "get_attr":
+                key = str(node.target)
+                param_bytes[key] = sum(_tensor_bytes(m) for m in _metas(node))
+                const_params[node.name] = frozenset({key})
+            else:
+                params = frozenset().union(*(const_params.get(p.name, frozenset()) for p in inputs))
+                const_params[node.name] = params
+                if not params:
+                    const_bytes[node.name] = sum(_tensor_bytes(m) for m in _metas(node))
             continue
         if node.op == "call_function" and node.target is operator.getitem and len(dynamic) == 1 \
                 and len(_metas(dynamic[0])) > 1:
@@ -170,7 +249,9 @@ def _ops_and_edges(gm, name: str):
             raise InputFormatError(f"module {name!r}: node {node.name!r} ({node.op} {node.target}): no tensor "
                                    "output after shape propagation")
         op_type, in_shapes, attrs, weights = _describe(node, modules)
-        weights += sum(weight_bytes[p.name] for p in inputs if p.name in const)
+        consts = [p for p in inputs if p.name in const]
+        used_params = frozenset().union(*(const_params.get(p.name, frozenset()) for p in consts))
+        weights += sum(param_bytes[k] for k in used_params) + sum(const_bytes.get(p.name, 0.0) for p in consts)
         try:
             flops, estimated = op_flops(op_type, in_shapes, [tuple(outs[0].shape)], attrs)
         except (IndexError, TypeError, ValueError) as err:
@@ -251,8 +332,12 @@ def _describe(node, modules):
             attrs["size"] = mod.size
         return op_type, [x], attrs, weights
     fname = _call_name(node)
+    if fname not in FUNCTION_OPS and fname.endswith("_") and fname[:-1] in FUNCTION_OPS:
+        fname = fname[:-1]  # in-place ATen variants: add_, relu_, mul_ ...
     op_type = FUNCTION_OPS.get(fname, fname)
     shapes = [_shape_of(a) for a in args]
+    if fname in BIAS_FIRST and len(shapes) >= 3:
+        shapes = [shapes[1], shapes[2], shapes[0]]
     attrs = {}
     if op_type in ("AdaptiveAvgPool",):
         op_type, attrs = _adaptive(op_type, shapes[0], _metas(node)[0].shape)

@@ -132,10 +132,15 @@ class OpGraph:
 
     ``default_cluster`` is the device set that came with the file (the paper's
     ``maxFPGAs``/``maxCPUs``/``maxSizePerFPGA``), or ``None``.
+
+    ``source`` records where an imported graph came from, so the same model
+    can be rebuilt (for a PyTorch import: ``spec``, ``overrides``, ``batch``,
+    ``seq_len``, ``seed``, ``granularity``, ``depth``, ``tracer``,
+    ``training``...), or ``None``. It must be a JSON-like mapping with string keys.
     """
 
     def __init__(self, graph: nx.DiGraph, *, name: str = "graph", default_cluster=None,
-                 notes: Sequence[str] = ()) -> None:
+                 notes: Sequence[str] = (), source: Mapping[str, Any] | None = None) -> None:
         if not isinstance(graph, nx.DiGraph) or isinstance(graph, nx.MultiDiGraph):
             raise GraphValidationError("graph must be a networkx.DiGraph (not a multigraph)")
         g = nx.DiGraph()
@@ -152,6 +157,7 @@ class OpGraph:
         self.name = name
         self.default_cluster = default_cluster
         self.notes: list[str] = list(notes)
+        self.source: dict[str, Any] | None = _check_source(source)
         for node_id, rec in records.items():
             g.add_node(node_id, **rec.to_attrs())
         for u, v, attrs in graph.edges(data=True):
@@ -284,6 +290,14 @@ class OpGraph:
         nodes = [{"id": n.id, **n.to_attrs()} for n in self.nodes()]
         edges = [{"source": u, "target": v, **self._g.edges[u, v]} for u, v in self._g.edges]
         return nodes, edges
+
+
+def _check_source(source: Any) -> dict[str, Any] | None:
+    if source is None:
+        return None
+    if not isinstance(source, Mapping) or not all(isinstance(k, str) for k in source):
+        raise GraphValidationError(f"graph field 'source' must be an object with string keys, got {source!r:.80}")
+    return dict(source)
 
 
 def validate_graph(g: nx.DiGraph) -> None:

@@ -252,7 +252,7 @@ def apply_roofline(graph: OpGraph, specs_by_kind: Mapping[str, RooflineSpec], *,
         g.add_node(node.id, **attrs)
     for u, v in src.edges:
         g.add_edge(u, v, **src.edges[u, v])
-    return OpGraph(g, name=graph.name, notes=list(graph.notes),
+    return OpGraph(g, name=graph.name, notes=list(graph.notes), source=graph.source,
                    default_cluster=cluster if cluster is not None else graph.default_cluster)
 
 
