@@ -15,7 +15,7 @@ import sys
 from ..errors import VizPlaceError
 
 #: Modules under viz_place.cli that add subcommands.
-COMMAND_MODULES = ("inspect_cmds", "solve_cmds", "import_cmd", "rl_cmds")
+COMMAND_MODULES = ("inspect_cmds", "solve_cmds", "import_cmd", "rl_cmds", "pipeline_cmds")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -267,10 +267,9 @@ def device_map(graph: OpGraph, placement: Placement | Mapping[str, str], *,
     missing = [n.id for n in nodes if n.id not in assignment]
     if missing:
         raise _error(f"placement: {len(missing)} node(s) not placed: {_shown(missing)}", node=missing[0])
-    if any(n.layer is None for n in nodes):
-        bad = [n.id for n in nodes if n.layer is None]
-        raise _error(f"device_map needs module paths: node(s) {_shown(bad)} have no 'layer' "
-                     "(import the model from PyTorch)", node=bad[0])
+    if nodes and all(n.layer is None for n in nodes):
+        raise _error(f"device_map needs module paths: graph {graph.name!r} has no node with a 'layer' "
+                     "(import the model from PyTorch)", node=nodes[0].id)
     own: dict[str, dict[str, list[str]]] = {}   # module path -> device -> nodes whose layer is exactly it
     for n in nodes:
         own.setdefault(fqn(n.layer), {}).setdefault(assignment[n.id], []).append(n.id)

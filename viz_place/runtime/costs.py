@@ -47,9 +47,8 @@ def runtime_problem(graph: OpGraph, link: LinkCalibration, stages: int) -> tuple
     for u, v in src.edges:
         g.add_edge(u, v, **src.edges[u, v])
     cluster = runtime_cluster(stages)
-    out = OpGraph(g, name=graph.name, notes=list(graph.notes), default_cluster=cluster)
-    if getattr(graph, "source", None) is not None:
-        out.source = graph.source
+    out = OpGraph(g, name=graph.name, notes=list(graph.notes), default_cluster=cluster,
+                  source=getattr(graph, "source", None))
     return out, cluster
 
 

@@ -35,7 +35,7 @@ from .calibrate import LinkCalibration, calibrate_link
 from .costs import runtime_problem, to_runtime_placement
 from .procs import RunCancelled, StageGroup
 from .recipe import ModelRecipe, graph_source
-from .stages import as_list, build_pipe, check_weights, output_tensors, stage_plan
+from .stages import as_list, build_pipe, check_weights, compiled_stage, output_tensors, stage_plan
 
 TRANSPORTS = ("shm", "gloo")
 
@@ -150,7 +150,7 @@ def run_pipeline(graph: OpGraph, placement: Placement | Mapping[str, str], *, re
         say(f"building {recipe.describe()} and splitting it into {split.num_stages} stages")
         module, example = recipe.build()
         pipe = build_pipe(recipe.build()[0], example, split)  # pipeline() alters the module it splits
-        check_weights(pipe, split, graph)
+        check_weights(pipe, split, graph, module)
         plan = stage_plan(pipe)
         mbs = _microbatch_inputs(example, microbatches, seed)
         values = _dry_run(pipe, plan, mbs[0])
@@ -160,7 +160,7 @@ def run_pipeline(graph: OpGraph, placement: Placement | Mapping[str, str], *, re
                                          timeout=timeout, cancel=cancel, on_start=on_start, say=say)
         else:
             from .gloo_pipeline import run_gloo
-            got, stats, single = run_gloo(recipe, split, mbs, module, repeats=repeats, timeout=timeout,
+            got, stats, single = run_gloo(recipe, split, plan, values, mbs, module, repeats=repeats, timeout=timeout,
                                           cancel=cancel, on_start=on_start, say=say)
         with torch.no_grad():
             reference = [output_tensors(module(*mb)) for mb in mbs]
@@ -182,7 +182,7 @@ def _dry_run(pipe, plan, inputs: tuple) -> dict:
     with torch.no_grad():
         for s, args in enumerate(plan.stage_args):
             real = [inputs[r[1]] if r[0] == "in" else vals[(r[1], r[2])] for r in args]
-            for k, v in enumerate(as_list(pipe.get_stage_module(s)(*real))):
+            for k, v in enumerate(as_list(compiled_stage(pipe.get_stage_module(s))(*real))):
                 vals[(s, k)] = v
     for (j, s), idx in plan.links().items():
         for k in idx:

@@ -23,7 +23,7 @@ import traceback
 from typing import Any
 
 from .procs import start_watchdog
-from .stages import as_list, build_pipe, stage_plan
+from .stages import as_list, build_pipe, compiled_stage, stage_plan
 
 
 def allocate(plan, values: dict, microbatch_inputs: list[tuple], slots: int):
@@ -52,7 +52,7 @@ def stage_main(stage: int, recipe, split, parent_pid: int, buffers, sems, go, ba
         module, example = recipe.build()
         pipe = build_pipe(module, example, split)
         plan = stage_plan(pipe)
-        submod = pipe.get_stage_module(stage)
+        submod = compiled_stage(pipe.get_stage_module(stage))
         inputs, links, outputs = buffers
         my_args = plan.stage_args[stage]
         in_links = sorted({(r[1], stage) for r in my_args if r[0] == "st"})
