@@ -136,7 +136,7 @@ def _check_contiguous(graph: OpGraph, dev: Mapping[str, str]) -> None:
                         path.append(parent[path[-1]])
                     path.reverse()
                     raise _error(f"placement is not contiguous, so it is no pipeline: device {d!r} holds "
-                                 f"{path[0]!r} and {path[-1]!r} but the path {' -> '.join(path)} leaves it "
+                                 f"{path[0]!r} and {path[-1]!r} but the path {' -> '.join(map(repr, path))} leaves it "
                                  f"through {', '.join(repr(p) + ' on ' + repr(dev[p]) for p in path[1:-1][:3])}",
                                  node=path[-1], device=d)
                 if v not in parent:
@@ -235,7 +235,7 @@ def _not_at_module_boundary(prog, paths, i) -> str:
     inside = next((m for m in reversed(_ancestors(paths[i])) if _within(paths[i - 1], m)), "")
     where = f"inside module {inside!r}" if inside else "between operations of the root module's own forward"
     near = []
-    for j in list(range(i - 1, -1, -1))[:200] + list(range(i + 1, len(prog)))[:200]:
+    for j in list(range(i - 1, 0, -1))[:200] + list(range(i + 1, len(prog)))[:200]:
         module, point = _split_point(paths, j)
         if module is not None:
             near.append((abs(j - i), f"{point} of {module!r} (before node {prog[j].id!r})"))
