@@ -31,8 +31,22 @@ TABS = ("Node & pins", "Devices", "Solver", "Metrics", "Trade-offs", "Load & exp
 _TAB_KEYS = {1: "devices", 2: "solver", 4: "tradeoffs", 5: "files"}
 
 
-def resolve_graph(graph_or_path: Any) -> OpGraph:
-    """An :class:`OpGraph`, a file path (paper JSON, node-link JSON, ONNX) or a sample name."""
+def resolve_graph(graph_or_path: Any, example_inputs: Any = None, *, overrides: Mapping[str, Any] | None = None,
+                  import_options: Mapping[str, Any] | None = None) -> OpGraph:
+    """An :class:`OpGraph`, a file path (paper JSON, node-link JSON, ONNX), a sample name,
+    a model SPEC (``"hf:gpt2"``, with config ``overrides``) or a ``torch.nn.Module`` with
+    ``example_inputs``; ``import_options`` go to :func:`viz_place.io.torch_import.import_torch`
+    (``batch``, ``seq_len``, ``granularity``, ``depth``, ``profile``...)."""
+    is_module = hasattr(graph_or_path, "named_modules") and callable(graph_or_path)
+    is_spec = isinstance(graph_or_path, str) and graph_or_path.startswith("hf:")
+    if is_module or is_spec:
+        from viz_place.io.torch_import import import_torch
+        if is_module and example_inputs is None:
+            raise InputFormatError("a torch.nn.Module needs example_inputs: PlacementExplorer(module, (x,))")
+        return import_torch(graph_or_path, example_inputs, overrides=overrides, **dict(import_options or {}))
+    if example_inputs is not None or overrides or import_options:
+        raise InputFormatError("example_inputs, overrides and import_options apply to a torch.nn.Module or an "
+                               f"hf: model SPEC, not to {graph_or_path!r}")
     if isinstance(graph_or_path, OpGraph):
         return graph_or_path
     if graph_or_path is None:
@@ -51,8 +65,14 @@ class PlacementExplorer(W.VBox):
 
     Parameters
     ----------
-    graph_or_path : an ``OpGraph``, a path to a graph file, or a sample name
-        (default: the ``residual`` sample).
+    graph_or_path : an ``OpGraph``, a path to a graph file, a sample name
+        (default: the ``residual`` sample), a model SPEC such as ``"hf:gpt2"``,
+        or a ``torch.nn.Module`` (then pass ``example_inputs``).
+    example_inputs : a tuple of tensors the module runs on (for a module only).
+    overrides : config fields of an ``hf:`` SPEC (``{"n_layer": 4}``).
+    import_options : ``batch``, ``seq_len``, ``image_size``, ``seed``, ``granularity``,
+        ``depth``, ``training``, ``profile``, ``calibration`` (see
+        :func:`viz_place.io.torch_import.import_torch`).
     cluster, placement, pins : optional starting devices, placement and pins
         (default: the file's devices, every node on a host device, no pins).
     load_bokehjs : load BokehJS into the page (inline, no CDN); default: when in a kernel.
@@ -62,14 +82,17 @@ class PlacementExplorer(W.VBox):
     ``metrics``, ``tradeoffs``, ``files`` (the panels).
     """
 
-    def __init__(self, graph_or_path: Any = None, *, cluster: Cluster | None = None,
+    def __init__(self, graph_or_path: Any = None, example_inputs: Any = None, *,
+                 overrides: Mapping[str, Any] | None = None, import_options: Mapping[str, Any] | None = None,
+                 cluster: Cluster | None = None,
                  placement: Placement | None = None, pins: Mapping[str, str] | None = None,
                  load_bokehjs: bool | None = None, workdir: str | os.PathLike = ".") -> None:
         if load_bokehjs is None:
             load_bokehjs = in_kernel()
         if load_bokehjs:
             _load_bokehjs()
-        self.state = ExplorerState(resolve_graph(graph_or_path), cluster, placement, pins)
+        graph = resolve_graph(graph_or_path, example_inputs, overrides=overrides, import_options=import_options)
+        self.state = ExplorerState(graph, cluster, placement, pins)
         self.graph_panel = GraphPanel(self.state)
         self.metrics = MetricsPanel(self.state)
         # The other panels are built when their tab is first opened (or the attribute first

@@ -15,16 +15,26 @@ from ..samples import load_sample, sample_names
 EXIT_BAD_INPUT = 2
 
 
-def add_graph_args(p, *, devices: bool = True, pins: bool = False) -> None:
-    p.add_argument("graph", help="graph file (paper JSON, node-link JSON, .onnx) or a sample name")
+def add_graph_args(p, *, devices: bool = True, pins: bool = False, model: bool = True) -> None:
+    p.add_argument("graph", help="graph file (paper JSON, node-link JSON, .onnx), a sample name, "
+                                 "or a model SPEC hf:MODEL_TYPE (with the model flags below)")
     if devices:
         p.add_argument("--devices", metavar="FILE", help="devices JSON ({'classes': [...]} or the paper's maxFPGAs/...)")
     if pins:
         p.add_argument("--pins", metavar="FILE", help="pins JSON ({node: device})")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    if model:
+        from .model_args import add_model_args
+        add_model_args(p)
 
 
-def load_graph_arg(spec: str) -> OpGraph:
+def load_graph_arg(spec: str, args: Any = None) -> OpGraph:
+    """The graph a GRAPH argument names: a sample, a file, or a model SPEC (with ``args``' model flags)."""
+    if args is not None:
+        from .model_args import load_spec
+        g = load_spec(spec, args)
+        if g is not None:
+            return g
     if not os.path.exists(spec) and spec in sample_names():
         return load_sample(spec)
     return load_graph(spec)

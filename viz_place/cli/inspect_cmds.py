@@ -18,7 +18,7 @@ def add_parsers(sub) -> None:
 
 
 def run_info(args) -> int:
-    g = load_graph_arg(args.graph)
+    g = load_graph_arg(args.graph, args)
     cluster = g.default_cluster if not args.devices else cluster_for(g, args.devices)
     fwd = sum(1 for n in g.nodes() if not n.backward)
     out = {"name": g.name, "nodes": g.num_nodes, "edges": g.num_edges, "forward_nodes": fwd,
@@ -44,7 +44,7 @@ def run_info(args) -> int:
 
 def run_evaluate(args) -> int:
     from .common import pins_for
-    g = load_graph_arg(args.graph)
+    g = load_graph_arg(args.graph, args)
     cluster = cluster_for(g, args.devices)
     placement, file_pins = load_placement(args.placement, g, cluster)
     pins = pins_for(g, cluster, args.pins) if args.pins else file_pins

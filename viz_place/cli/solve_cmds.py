@@ -88,7 +88,7 @@ def _row(info, placement, ev) -> dict:
 
 
 def run_solve(args) -> int:
-    g = load_graph_arg(args.graph)
+    g = load_graph_arg(args.graph, args)
     cluster = cluster_for(g, args.devices)
     pins = pins_for(g, cluster, args.pins)
     info, placement, ev = _run_one(args.solver, g, cluster, pins, args)
@@ -119,7 +119,7 @@ def run_solve(args) -> int:
 
 
 def run_compare(args) -> int:
-    g = load_graph_arg(args.graph)
+    g = load_graph_arg(args.graph, args)
     cluster = cluster_for(g, args.devices)
     pins = pins_for(g, cluster, args.pins)
     names = [s.strip() for s in args.solvers.split(",") if s.strip()]

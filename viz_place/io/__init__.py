@@ -48,8 +48,12 @@ def graph_from_dict(data: Any, *, name: str = "graph") -> OpGraph:
 
 
 def load_graph(path: str | os.PathLike, **kw: Any) -> OpGraph:
-    """Read a graph from ``path``, choosing the reader from the suffix and content."""
+    """Read a graph from ``path``, choosing the reader from the suffix and content;
+    a model SPEC ``hf:MODEL_TYPE`` is built and imported (:func:`viz_place.io.torch_import.import_torch`)."""
     path = str(path)
+    if path.startswith("hf:"):  # a model SPEC: built from its config, imported (kw as import_torch takes)
+        from .torch_import import import_torch
+        return import_torch(path, **kw)
     suffix = os.path.splitext(path)[1].lower()
     if suffix in GRAPH_READERS:
         if not os.path.exists(path):
