@@ -47,13 +47,10 @@ def mlp_case():
     return read_torch(m, x), ModelRecipe.from_module(m, x)
 
 
-def spec_graph(spec, overrides, kw):
+def spec_graph(spec, overrides, kw, **options):
     """The graph import writes for a SPEC: the traced model plus the source that rebuilds it."""
-    from viz_place.io.torch_fx import read_torch
-    from viz_place.io.torch_models import build_model
-    b = build_model(spec, overrides, **kw)
-    g = read_torch(b.module, b.example_inputs, name=spec)
-    return OpGraph(g.nx, name=g.name, notes=g.notes, default_cluster=g.default_cluster, source=b.source())
+    from viz_place.io.torch_import import import_torch
+    return import_torch(spec, overrides=overrides, **kw, **options)
 
 
 def dp_placement(graph, stages=2):

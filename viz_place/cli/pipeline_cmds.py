@@ -10,15 +10,17 @@ import os
 
 from ..errors import InputFormatError
 from ..io import atomic_write_json, atomic_write_text, load_placement, write_nodelink
-from .common import add_graph_args, cluster_for, fmt, load_graph_arg, print_json, print_table
+from .common import cluster_for, fmt, load_graph_arg, print_json, print_table
+from .model_args import add_model_args
 
 EXPORT_FORMATS = ("pipelining", "device-map", "script")
 
 
 def add_parsers(sub) -> None:
     p = sub.add_parser("export", help="export a placement for PyTorch: pipelining split, device_map or a script")
-    p.add_argument("graph", help="graph file written by import (or a sample name)")
+    p.add_argument("graph", help="graph file written by import, or a model SPEC hf:MODEL_TYPE (with the model flags)")
     p.add_argument("placement", help="placement JSON (ours or the paper's split)")
+    add_model_args(p)
     p.add_argument("--format", required=True, choices=EXPORT_FORMATS,
                    help="pipelining: split_spec JSON; device-map: module -> device JSON; script: runnable .py")
     p.add_argument("--out", required=True, metavar="FILE", help="write here (atomically)")
@@ -30,8 +32,10 @@ def add_parsers(sub) -> None:
     p.set_defaults(run=run_export)
 
     p = sub.add_parser("run-pipeline", help="run a placement as a pipeline of CPU processes and measure it")
-    p.add_argument("graph", help="graph file written by import from a SPEC (it records how to rebuild the model)")
+    p.add_argument("graph", help="graph file written by import from a SPEC (it records how to rebuild the model), "
+                                 "or the SPEC itself with the model flags")
     p.add_argument("placement", help="placement JSON (ours or the paper's split)")
+    add_model_args(p)
     p.add_argument("--devices", metavar="FILE", help="devices JSON the placement refers to")
     p.add_argument("--microbatches", type=int, default=8, metavar="M", help="microbatches per stream (default 8)")
     p.add_argument("--repeats", type=int, default=3, metavar="R", help="timed streams after one warm-up (default 3)")
@@ -68,7 +72,7 @@ def _torch_devices(items: list[str]) -> dict:
 def run_export(args) -> int:
     from ..io.torch_export_placement import (DEVICE_MAP_FORMAT, accelerate_device_map, default_torch_devices,
                                               device_map, pipeline_script, pipeline_split)
-    graph = load_graph_arg(args.graph)
+    graph = load_graph_arg(args.graph, args)
     cluster = cluster_for(graph, args.devices) if (args.devices or graph.default_cluster) else None
     if cluster is None:
         raise InputFormatError(f"graph {graph.name!r} carries no device set; pass --devices FILE")
@@ -108,7 +112,7 @@ def run_export(args) -> int:
 def run_run_pipeline(args) -> int:
     from ..runtime import read_link, run_pipeline, write_link
     from ..runtime.calibrate import calibrate_link
-    graph = load_graph_arg(args.graph)
+    graph = load_graph_arg(args.graph, args)
     cluster = cluster_for(graph, args.devices) if (args.devices or graph.default_cluster) else None
     if cluster is None:
         raise InputFormatError(f"graph {graph.name!r} carries no device set; pass --devices FILE")

@@ -271,11 +271,13 @@ def device_map(graph: OpGraph, placement: Placement | Mapping[str, str], *,
         raise _error(f"device_map needs module paths: graph {graph.name!r} has no node with a 'layer' "
                      "(import the model from PyTorch)", node=nodes[0].id)
     own: dict[str, dict[str, list[str]]] = {}   # module path -> device -> nodes whose layer is exactly it
+    weighted: dict[str, dict[str, list[str]]] = {}  # the same, nodes holding weights only
     for n in nodes:
         own.setdefault(fqn(n.layer), {}).setdefault(assignment[n.id], []).append(n.id)
-    weighted = {fqn(n.layer) for n in nodes if n.size > 0}
+        if n.size > 0:
+            weighted.setdefault(fqn(n.layer), {}).setdefault(assignment[n.id], []).append(n.id)
     for path in sorted(weighted):
-        devs = own[path]
+        devs = weighted[path]
         if len(devs) > 1:
             parts = "; ".join(f"{d}: {_shown(ns, 3)}" for d, ns in devs.items())
             first = next(iter(devs.values()))[0]
@@ -301,7 +303,7 @@ def device_map(graph: OpGraph, placement: Placement | Mapping[str, str], *,
         # ops of this module's own forward (not in a child) run wherever their inputs are
     visit("")
     if module is not None:
-        _cover_weights(out, module, own)
+        _cover_weights(out, module, weighted)
     return out
 
 
@@ -355,31 +357,11 @@ def default_torch_devices(devices: Sequence[str], kinds: Mapping[str, str]) -> d
 
 
 def placement_from_device_map(graph: OpGraph, dmap: Mapping[str, str]) -> Placement:
-    """Each node on the device of the longest module path of ``dmap`` containing its layer;
-    a node of a split module's own forward (no key covers it) follows its first placed input.
-    """
-    keys = sorted(dmap, key=len, reverse=True)
-    out: dict[str, str] = {}
-    for n in graph.nodes():
-        if n.backward or n.artificial:
-            continue
-        path = fqn(n.layer)
-        hit = next((k for k in keys if _within(path, k)), None)
-        if hit is not None:
-            out[n.id] = dmap[hit]
-            continue
-        preds = [p for p in graph.predecessors(n.id) if p in out]
-        if not preds:
-            raise _error(f"device_map covers no module of node {n.id!r} (layer {n.layer!r}) and it has no "
-                         "placed input", node=n.id)
-        out[n.id] = out[preds[0]]
-    for n in graph.nodes():  # backward nodes follow their forward twins' colour class
-        if n.id not in out:
-            twin = next((m.id for m in graph.nodes() if m.color_class == n.color_class and m.id in out), None)
-            if twin is None:
-                raise _error(f"device_map: node {n.id!r} has no forward twin to follow", node=n.id)
-            out[n.id] = out[twin]
-    return Placement(out, solver="device_map", status="manual")
+    """Each node on the device of the longest module path of ``dmap`` containing its layer; a node
+    of a split module's own forward (no key covers it) goes with a placed neighbour (its input,
+    else its output), as :func:`viz_place.model.modules.assignment_from_device_map` reads it."""
+    from ..model.modules import assignment_from_device_map
+    return Placement(assignment_from_device_map(graph, dmap), solver="device_map", status="manual")
 
 
 # --- standalone script ---------------------------------------------------------------------------

@@ -109,8 +109,8 @@ def _microbatch_inputs(example: tuple, count: int, seed: int) -> list[tuple]:
 
 
 def _costs_kind(graph: OpGraph) -> str:
-    text = " ".join(graph.notes).lower()
-    return "measured (import --profile)" if "profile" in text and "cpu" in text else "roofline estimates (no --profile)"
+    profiled = bool((graph.source or {}).get("profile"))
+    return "measured cpu latencies (import --profile)" if profiled else "roofline estimates (import without --profile)"
 
 
 def run_pipeline(graph: OpGraph, placement: Placement | Mapping[str, str], *, recipe: ModelRecipe | None = None,
