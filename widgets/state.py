@@ -256,8 +256,9 @@ class ExplorerState:
             self._commit(self.cluster, placement, self.pins)
             return self.record()
 
-    def record(self, label: str | None = None) -> dict[str, Any]:
-        """Append the current placement and its figures to the history; returns the row."""
+    def record(self, label: str | None = None, **extra: Any) -> dict[str, Any]:
+        """Append the current placement and its figures to the history; returns the row.
+        ``extra`` adds fields to the row (a pipeline run's ``measured_time_per_sample``...)."""
         p, ev = self.placement, self.evaluation
         mem = [d.memory / d.memory_capacity for d in ev.devices if d.memory_capacity]
         row = {"run": len(self.history) + 1, "solver": label or p.solver, "status": p.status,
@@ -265,7 +266,7 @@ class ExplorerState:
                "latency": ev.latency, "peak_memory_fraction": max(mem) if mem else None,
                "feasible": ev.feasible, "wall_time": p.wall_time, "claimed_value": p.claimed_value,
                "devices": self.cluster.to_dict(), "assignment": dict(p.assignment),
-               "recorded_at": time.strftime("%H:%M:%S")}
+               "recorded_at": time.strftime("%H:%M:%S"), **extra}
         with self._lock:
             self.history.append(row)
         self._emit("history")

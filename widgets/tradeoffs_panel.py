@@ -53,10 +53,10 @@ def min_count(cluster, class_name: str, pins) -> int:
 
 
 def history_html(history) -> str:
-    cols = ("run", "solver", "status", "objective", "max_load", "throughput", "latency", "peak_memory_fraction",
-            "feasible", "wall_time")
-    heads = ("#", "solver", "status", "objective", "max-load", "throughput", "latency", "peak mem / cap",
-             "feasible", "time (s)")
+    cols = ("run", "solver", "status", "objective", "max_load", "measured_time_per_sample", "throughput", "latency",
+            "peak_memory_fraction", "feasible", "wall_time")
+    heads = ("#", "solver", "status", "objective", "max-load", "measured (run)", "throughput", "latency",
+             "peak mem / cap", "feasible", "time (s)")
     th = "".join(f"<th style='padding:0 6px'>{h}</th>" for h in heads)
     body = "".join("<tr>" + "".join(f"<td style='padding:0 6px'>{escape_text(fmt(r.get(c)))}</td>" for c in cols)
                    + "</tr>" for r in history)
