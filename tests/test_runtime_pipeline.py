@@ -88,6 +88,7 @@ def test_mlp_runs_as_two_stages_and_matches_the_unsplit_model():
     assert_no_children()
 
 
+@pytest.mark.slow
 def test_gloo_transport_runs_torch_schedule_gpipe():
     graph, recipe = mlp_case()
     link = LinkCalibration("gloo", latency_ms=0.2, bandwidth_bytes_per_ms=1e6)
@@ -127,6 +128,7 @@ def _devices(tmp_path, cluster):
     return str(path)
 
 
+@pytest.mark.slow
 def test_exported_script_runs_standalone(tmp_path):
     graph = spec_graph(*TINY_GPT2)
     placement = dp_placement(graph)

@@ -50,12 +50,13 @@ def add_parsers(sub) -> None:
     p = sub.add_parser("calibrate-link", help="ping-pong the pipeline transport: per-message latency and bandwidth")
     p.add_argument("--transport", choices=("shm", "gloo"), default="shm")
     p.add_argument("--out", required=True, metavar="LINK.json", help="write the calibration here")
-    p.add_argument("--graph", help="also price this graph's transfers with the link ...")
+    p.add_argument("--graph", help="also price this graph's transfers with the link (a file or a SPEC) ...")
     p.add_argument("--graph-out", metavar="FILE", help="... and write it here (node-link JSON)")
     p.add_argument("--stages", type=int, default=2, metavar="N",
                    help="with --devices-out: processes in the devices file (default 2)")
     p.add_argument("--devices-out", metavar="FILE", help="write a devices JSON of N processes paying the link")
     p.add_argument("--json", action="store_true")
+    add_model_args(p)
     p.set_defaults(run=run_calibrate)
 
 
@@ -152,7 +153,7 @@ def run_calibrate(args) -> int:
         raise InputFormatError("--graph and --graph-out go together")
     if args.stages < 1:
         raise InputFormatError(f"--stages {args.stages}: must be >= 1")
-    graph = load_graph_arg(args.graph) if args.graph else None
+    graph = load_graph_arg(args.graph, args) if args.graph else None
     link = calibrate_link(args.transport)
     write_link(args.out, link)
     if graph is not None:
