@@ -11,7 +11,8 @@ MODULES = [
     "viz_place.model.placement", "viz_place.cost", "viz_place.cost.compiled", "viz_place.cost.evaluate",
     "viz_place.cost.incremental", "viz_place.cost.latency", "viz_place.io.atomic", "viz_place.io.nodelink",
     "viz_place.solvers.base", "viz_place.solvers.registry", "viz_place.samples", "viz_place.samples.generators",
-    "viz_place.testing",
+    "viz_place.testing", "viz_place.model.modules", "viz_place.io.torch_modules",
+    "viz_place.solvers.baselines_modules",
 ]
 
 

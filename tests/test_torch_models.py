@@ -224,3 +224,28 @@ def test_cli_errors_one_line_exit_2(tmp_path, capsys, argv, message):
     argv = [str(tmp_path / a) if a == "X" else a for a in argv]
     rc, out, err = _cli(capsys, *argv)
     assert rc == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_onnx_import_at_module_granularity_records_its_source(tmp_path, capsys):
+    torch.manual_seed(0)
+    model, onnx_path, out = MLP().eval(), str(tmp_path / "mlp.onnx"), str(tmp_path / "g.json")
+    torch.onnx.export(model, (torch.randn(2, 32),), onnx_path, dynamo=False)
+    rc, _, err = _cli(capsys, "import", onnx_path, "--granularity", "module", "--depth", "2", "--out", out)
+    assert rc == 0, err
+    g = read_nodelink(out)
+    assert {"inp", "blocks.0", "blocks.3", "out"} <= set(g.node_ids)
+    assert g.source["tracer"] == "onnx" and g.source["granularity"] == "module" and g.source["depth"] == 2
+    import onnx
+    import os
+    light = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light", "light_resnet50.onnx")
+    rc, _, err = _cli(capsys, "import", light, "--granularity", "module", "--out", out)
+    assert rc == 2 and "no module scopes" in err
+
+
+@pytest.mark.parametrize("name", ["viz_place.io.torch_models", "viz_place.io.torch_import",
+                                  "viz_place.io.torch_profile", "viz_place.io.torch_fx"])
+def test_docstring_examples_run(name):
+    import doctest
+    import importlib
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0 and result.attempted > 0

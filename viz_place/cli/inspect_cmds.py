@@ -24,7 +24,7 @@ def run_info(args) -> int:
     out = {"name": g.name, "nodes": g.num_nodes, "edges": g.num_edges, "forward_nodes": fwd,
            "backward_nodes": g.num_nodes - fwd, "devices": cluster.summary() if cluster else [],
            "flops": g.total_flops, "kinds": list(g.kinds), "colocation_groups": len(g.colocation_groups),
-           "notes": g.notes}
+           "source": g.source, "notes": g.notes}
     if args.json:
         print_json(out)
         return 0

@@ -107,7 +107,7 @@ def load_onnx(path: str, args, *, specs=None, cluster=None, dims=None) -> OpGrap
     from ..io.onnx import read_onnx
     from ..io.torch_import import _check_calibration, _scaled
     from ..io.torch_modules import coarsen_modules
-    from ..model.modules import repeated_blocks
+    from ..model.modules import has_module_paths, repeated_blocks
     from ..model.roofline import default_specs
     if not os.path.exists(path):
         raise InputFormatError(f"{path}: file not found")
@@ -125,6 +125,9 @@ def load_onnx(path: str, args, *, specs=None, cluster=None, dims=None) -> OpGrap
     source = {"spec": os.path.abspath(path), "dims": dims, "training": bool(getattr(args, "training", False)),
               "granularity": args.granularity, "depth": args.depth, "tracer": "onnx", "calibration": factors}
     if args.granularity == "module":
+        if not has_module_paths(g):
+            raise InputFormatError(f"--granularity module: {path} has no module scopes in its node names "
+                                   "(layer), so its ops cannot be grouped by module")
         depth = args.depth if args.depth is not None else repeated_blocks(g).depth
         source["depth"] = depth
         return coarsen_modules(OpGraph(g.nx.copy(), name=g.name, default_cluster=g.default_cluster,

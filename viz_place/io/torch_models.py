@@ -214,3 +214,20 @@ def build_model(spec: str, overrides: Mapping[str, Any] | None = None, *, batch:
                       overrides=dict(overrides or {}), batch=batch, seq_len=seq_len if kind == "text" else None,
                       image_size=image_size if kind == "image" else None, seed=seed, meta=meta,
                       parameter_bytes=pbytes)
+
+
+def build_from_source(source: Mapping[str, Any] | None, *, meta: bool = False) -> BuiltModel:
+    """Rebuild the model a graph was imported from (``graph.source``, written by ``import``).
+
+    >>> b = build_model("hf:gpt2", {"n_layer": 1, "n_embd": 32, "n_head": 2, "vocab_size": 100}, seq_len=8)
+    >>> again = build_from_source({**b.source(), "granularity": "op"})
+    >>> again.example_inputs[0].tolist() == b.example_inputs[0].tolist()
+    True
+    """
+    if not source or not is_model_spec(source.get("spec")):
+        what = "no source record" if not source else f"source {dict(source).get('spec') or dict(source).get('module')!r}"
+        raise InputFormatError(f"cannot rebuild the model: the graph has {what}; only graphs imported from an "
+                               "hf: SPEC record how to rebuild them (a Python module must be passed in again)")
+    return build_model(source["spec"], source.get("overrides") or {}, batch=int(source.get("batch") or 1),
+                       seq_len=source.get("seq_len"), image_size=source.get("image_size"),
+                       seed=int(source.get("seed") or 0), meta=meta)

@@ -34,7 +34,7 @@ import networkx as nx
 
 from ..errors import InputFormatError
 from ..model import OpGraph
-from ..model.modules import layer_to_path, path_to_layer, truncate
+from ..model.modules import has_module_paths, layer_to_path, path_to_layer, truncate
 
 ROOT = "(root)"
 
@@ -67,6 +67,9 @@ def coarsen_modules(graph: OpGraph, depth: int, *, module_types: Mapping[str, st
     ``module_types`` maps dotted paths to class names (the coarse nodes' ``op_type``;
     ``"module"`` when unknown).
     """
+    if not has_module_paths(graph):
+        raise InputFormatError(f"--granularity module: graph {graph.name!r} has no module paths (node field 'layer'), "
+                               "so its ops cannot be grouped by module")
     fwd_group = module_runs(graph, depth)
     if not fwd_group:
         raise InputFormatError(f"graph {graph.name!r}: no forward ops to group by module")

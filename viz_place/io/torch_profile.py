@@ -3,8 +3,9 @@
 :class:`NodeTimer` is a ``torch.fx.Interpreter`` that times each node it runs
 (``time.perf_counter_ns`` around ``run_node``). :func:`profile_traced` runs it
 ``warmup`` times untimed, then ``repeats`` times, on one torch thread, and
-keeps each node's median; it also times the whole module's forward pass the
-same way (median of ``repeats``), so the sum of the per-node times can be
+keeps each node's median; it also times the whole module's forward pass after
+each of those runs (median of ``repeats``: interleaved, so that both see the
+same load on a shared machine), so the sum of the per-node times can be
 checked against it (the *calibration line*, kept in ``graph.notes``).
 
 >>> import torch
@@ -86,21 +87,20 @@ def profile_traced(gm: Any, module: Any, example_inputs: Sequence[Any], *, warmu
         samples: dict[str, list[int]] = {}
         forward: list[int] = []
         with torch.no_grad():
-            for i in range(warmup + repeats):
+            for i in range(warmup + repeats):  # interleaved, so both see the same machine load
                 timer = timer_cls(gm)
                 try:
                     timer.run(*example_inputs)
                 except Exception as err:
                     raise InputFormatError(f"profile: running the traced module failed ({type(err).__name__}: "
                                            f"{' '.join(str(err).split())[:300]})") from None
+                t0 = time.perf_counter_ns()
+                module(*example_inputs)
+                t1 = time.perf_counter_ns()
                 if i >= warmup:
                     for name, t in timer.times.items():
                         samples.setdefault(name, []).append(t)
-            for i in range(warmup + repeats):
-                t0 = time.perf_counter_ns()
-                module(*example_inputs)
-                if i >= warmup:
-                    forward.append(time.perf_counter_ns() - t0)
+                    forward.append(t1 - t0)
     finally:
         torch.set_num_threads(old_threads)
     node_ms = {name: statistics.median(ts) / 1e6 for name, ts in samples.items()}

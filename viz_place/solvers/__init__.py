@@ -13,7 +13,7 @@ from .base import Hooks, Progress, SolverOptions, Stopwatch, make_options, optio
 from .registry import SolverInfo, get_solver, list_solvers, register, run_solver
 
 #: Modules that register built-in solvers, imported in this order.
-BUILTIN_MODULES = ("dp", "ilp_throughput", "ilp_latency", "baselines", "rl")
+BUILTIN_MODULES = ("dp", "ilp_throughput", "ilp_latency", "baselines", "baselines_modules", "rl")
 
 for _mod in BUILTIN_MODULES:
     try:
