@@ -370,7 +370,7 @@ SCRIPT_TEMPLATE = '''\
 """Run {graph!r} as a {stages}-stage pipeline with torch.distributed.pipelining.
 
 Written by viz-place export --format script. Rebuilds the model from its recorded
-source (random weights from seed {seed}), splits it at the placement's split
+source with viz_place's build_from_source (random weights from seed {seed}), splits it at the placement's split
 points, runs ScheduleGPipe over gloo with one CPU process per stage (one torch
 thread each) and checks the output against the unsplit model.
 
@@ -381,7 +381,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.distributed.pipelining import ScheduleGPipe, SplitPoint, pipeline
-from viz_place.io.torch_models import build_model
+from viz_place.io.torch_models import build_from_source
 
 SOURCE = {source}
 SPLIT_SPEC = {split_spec}       # module path -> where the next stage begins
@@ -389,9 +389,7 @@ STAGE_DEVICES = {devices}      # the placement's device of each stage
 
 
 def build():
-    torch.manual_seed(0)
-    b = build_model(SOURCE["spec"], SOURCE.get("overrides") or {{}}, batch=SOURCE.get("batch", 1),
-                    seq_len=SOURCE.get("seq_len"), seed=SOURCE.get("seed", 0))
+    b = build_from_source(SOURCE)
     return b.module.eval(), tuple(b.example_inputs)
 
 
@@ -455,7 +453,8 @@ def pipeline_script(graph: OpGraph, split: PipelineSplit, source: Mapping[str, A
                     microbatches: int = 4) -> str:
     """A standalone script that rebuilds the model from ``source`` (the graph's recorded
     ``build_model`` arguments) and runs ``split`` with ``ScheduleGPipe`` (gloo, one process per stage)."""
-    if not source or not source.get("spec"):
+    from .torch_models import is_model_spec
+    if not source or not is_model_spec(source.get("spec")):
         raise _error(f"graph {graph.name!r} records no model source (SPEC, overrides, batch, seed): a script "
                      "can only rebuild a model imported from a SPEC such as hf:gpt2; export --format "
                      "pipelining and call pipeline() on your own module instead")

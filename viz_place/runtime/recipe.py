@@ -56,10 +56,8 @@ class ModelRecipe:
     def build(self) -> tuple[Any, tuple]:
         """(module in eval mode, example inputs)."""
         if self.source is not None:
-            from ..io.torch_models import build_model
-            s = dict(self.source)
-            kwargs = {k: s[k] for k in ("batch", "seq_len", "image_size", "seed") if k in s}
-            b = build_model(s["spec"], s.get("overrides") or {}, **kwargs)
+            from ..io.torch_models import build_from_source
+            b = build_from_source(self.source)
             return b.module.eval(), tuple(b.example_inputs)
         import io
         import torch
@@ -69,5 +67,6 @@ class ModelRecipe:
 
 def graph_source(graph: Any) -> dict[str, Any] | None:
     """The model source an importer recorded on ``graph`` (``None`` if there is none)."""
+    from ..io.torch_models import is_model_spec
     src = getattr(graph, "source", None)
-    return dict(src) if isinstance(src, Mapping) and src.get("spec") else None
+    return dict(src) if isinstance(src, Mapping) and is_model_spec(src.get("spec")) else None
