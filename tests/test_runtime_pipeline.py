@@ -5,6 +5,7 @@ port) and must leave none behind, also when a stage is killed or the run is canc
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import multiprocessing
 import os
@@ -175,12 +176,24 @@ def test_cancel_stops_every_stage():
     assert_no_children()
 
 
-def test_a_failing_stage_reports_its_error():
-    graph, _ = mlp_case()
-    bad = ModelRecipe.from_module(torch.nn.Sequential(torch.nn.Linear(3, 3)), (torch.randn(1, 3),))
-    with pytest.raises(Exception) as err:  # the parent's own split of the wrong model fails first, by name
-        run_pipeline(graph, dp_placement(graph), recipe=bad, link=LINK, microbatches=2, repeats=1, timeout=60)
-    assert "split" in str(err.value) or "stage" in str(err.value)
+@dataclasses.dataclass(frozen=True)
+class FailsInStages(ModelRecipe):
+    """Builds in the parent, raises in every stage process."""
+    parent_pid: int = 0
+
+    def build(self):
+        if os.getpid() != self.parent_pid:
+            raise RuntimeError("boom while building the stage")
+        return super().build()
+
+
+def test_a_failing_stage_reports_its_error_naming_the_stage():
+    graph, recipe = mlp_case()
+    failing = FailsInStages(payload=recipe.payload, name=recipe.name, parent_pid=os.getpid())
+    with pytest.raises(PipelineRunError) as err:
+        run_pipeline(graph, dp_placement(graph), recipe=failing, link=LINK, microbatches=2, repeats=1, timeout=120)
+    msg = str(err.value)
+    assert re.match(r"stage [01] \(proc:[01], pid \d+\) failed: RuntimeError: boom while building the stage", msg)
     assert_no_children()
 
 
@@ -220,3 +233,12 @@ def test_fit_recovers_a_line():
     link = fit(pts, "shm")
     assert link.latency_ms == pytest.approx(0.02, rel=1e-6)
     assert link.bandwidth_bytes_per_ms == pytest.approx(1e6, rel=1e-6)
+
+
+@pytest.mark.parametrize("name", ["viz_place.runtime.recipe", "viz_place.runtime.calibrate",
+                                  "viz_place.runtime.costs", "viz_place.widgets.pytorch_panel"])
+def test_docstring_examples_run(name):
+    import doctest
+    import importlib
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0

@@ -129,6 +129,8 @@ def run_pipeline(graph: OpGraph, placement: Placement | Mapping[str, str], *, re
         raise InputFormatError(f"microbatches must be a whole number >= 1, got {microbatches!r}")
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
         raise InputFormatError(f"repeats must be a whole number >= 1, got {repeats!r}")
+    if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
+        raise InputFormatError(f"slots must be a whole number >= 1, got {slots!r}")
     split = pipeline_split(graph, placement)
     if recipe is None:
         source = graph_source(graph)
@@ -172,7 +174,17 @@ def run_pipeline(graph: OpGraph, placement: Placement | Mapping[str, str], *, re
                        split_spec=dict(split.split_spec), microbatches=microbatches, outputs_match=match,
                        max_abs_diff=diff, measured_time_per_sample=measured, wall_time_per_sample=wall,
                        predicted_time_per_sample=ev.max_load, single_process_time_per_sample=single,
-                       per_stage=per_stage, link=link.to_dict(), costs=_costs_kind(graph), repeats=repeats)
+                       per_stage=per_stage, link=link.to_dict(), costs=_costs_kind(graph), repeats=repeats,
+                       notes=_notes(transport, graph))
+
+
+def _notes(transport: str, graph: OpGraph) -> list[str]:
+    notes = []
+    if transport == "gloo":
+        notes.append("gloo: a stage's sends and receives cannot be told apart from waiting; they are in 'wait'")
+    if not (graph.source or {}).get("profile"):
+        notes.append("cpu latencies are roofline estimates (import --profile measures them on this machine)")
+    return notes
 
 
 def _dry_run(pipe, plan, inputs: tuple) -> dict:
