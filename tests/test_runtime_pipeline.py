@@ -90,12 +90,18 @@ def test_mlp_runs_as_two_stages_and_matches_the_unsplit_model():
 
 
 @pytest.mark.slow
-def test_gloo_transport_runs_torch_schedule_gpipe():
+def test_gloo_transport_runs_torch_schedule_gpipe_and_frees_its_port():
+    import socket
     graph, recipe = mlp_case()
     link = LinkCalibration("gloo", latency_ms=0.2, bandwidth_bytes_per_ms=1e6)
+    said: list[str] = []
     run = run_pipeline(graph, dp_placement(graph), recipe=recipe, link=link, microbatches=2, repeats=1,
-                       transport="gloo")
+                       transport="gloo", progress=said.append)
     assert run.outputs_match and run.transport == "gloo"
+    port = int(re.search(r"gloo on 127\.0\.0\.1:(\d+)", " ".join(said)).group(1))
+    with socket.socket() as s:  # nothing listens on the process group's port any more
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", port))
     assert_no_children()
 
 
