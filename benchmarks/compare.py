@@ -25,6 +25,7 @@ from _common import WORKLOADS, workloads_available
 from viz_place.cost import evaluate
 from viz_place.errors import VizPlaceError
 from viz_place.io import load_graph
+from viz_place.solver_files import read_option_files
 from viz_place.solvers import get_solver, list_solvers, run_solver
 
 THROUGHPUT = ("dp", "ilp", "ilp-noncontig", "pipedream", "topo-fill", "single-device", "local-search", "expert")
@@ -48,7 +49,8 @@ def run(graph, cluster, name: str, objective: str, args, extra=None) -> dict:
     row = {"solver": name}
     t, c = time.perf_counter(), time.process_time()
     try:
-        p = run_solver(name, graph, cluster, options={**_options(name, args), **(extra or {})})
+        options = read_option_files(name, graph, cluster, {**_options(name, args), **(extra or {})})
+        p = run_solver(name, graph, cluster, options=options)
     except VizPlaceError as err:
         row.update(status="error", value=None, wall=time.perf_counter() - t, cpu=time.process_time() - c,
                    message=str(err)[:200])

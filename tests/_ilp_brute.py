@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from viz_place.cost import compile_problem, evaluate_indices
-from viz_place.solvers._ilp_common import nonconvex_devices
+from viz_place.solvers.groups import nonconvex_devices
 
 #: Instances with more than this many group-to-device combinations are not brute-forced.
 MAX_COMBOS = 6000

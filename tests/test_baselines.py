@@ -151,23 +151,37 @@ def test_topo_fill_uses_all_devices_when_it_pays():
     assert_valid(g, c, p)
 
 
+def _expert(g, c, pins=None, **options):
+    """``expert`` the way the CLI and the explorer run it: the caller reads the file, the solver does not."""
+    from viz_place.solver_files import read_option_files
+    return run_solver("expert", g, c, pins=pins, options=read_option_files("expert", g, c, options))
+
+
 def test_expert_loads_a_split(tmp_path):
     g = load_sample("residual")
     c = g.default_cluster
     src = run_solver("topo-fill", g, c)
     path = tmp_path / "split.json"
     write_placement(path, g, c, src)
-    p = run_solver("expert", g, c, options={"path": str(path)})
+    p = _expert(g, c, path=str(path))
     assert dict(p.assignment) == dict(src.assignment)
     assert p.status == "manual" and p.claimed_value == pytest.approx(src.claimed_value)
+    assert p.lower_bound is None and p.bound_set is None
     assert_valid(g, c, p)
-    lat = run_solver("expert", g, c, options={"path": str(path), "objective": "latency"})
+    lat = _expert(g, c, path=str(path), objective="latency")
     assert lat.claimed_value == pytest.approx(evaluate(g, c, src).latency)
-    with pytest.raises(SolverError, match="option 'path'"):
+    with pytest.raises(SolverError, match="option 'assignment' is required") as err:
         run_solver("expert", g, c)
+    assert err.value.field == "assignment"
+    with pytest.raises(SolverError, match="solvers read no files") as err:   # the solver itself never opens it
+        run_solver("expert", g, c, options={"path": str(path)})
+    assert err.value.field == "path"
+    same = run_solver("expert", g, c, options={"assignment": dict(src.assignment)})
+    assert dict(same.assignment) == dict(src.assignment)
     other = next(d for d in c.device_names if d != src[g.node_ids[0]])
-    with pytest.raises(PlacementError, match="is pinned to"):
-        run_solver("expert", g, c, pins={g.node_ids[0]: other}, options={"path": str(path)})
+    with pytest.raises(PlacementError, match="is pinned to") as err:
+        _expert(g, c, pins={g.node_ids[0]: other}, path=str(path))
+    assert err.value.node == g.node_ids[0] and err.value.device == other
 
 
 def test_expert_reports_violations_instead_of_fixing_them(tmp_path):
@@ -175,7 +189,7 @@ def test_expert_reports_violations_instead_of_fixing_them(tmp_path):
     c = Cluster((DeviceClass("fpga", "fpga", 1, memory=1.0), DeviceClass("cpu", "cpu", 1, pays_communication=False)))
     path = tmp_path / "bad.json"
     path.write_text(json.dumps({"assignment": {"a": "fpga:0"}}))
-    p = run_solver("expert", g, c, options={"path": str(path)})
+    p = _expert(g, c, path=str(path))
     assert p["a"] == "fpga:0" and "memory over capacity" in p.message
 
 
@@ -184,7 +198,7 @@ def test_expert_splits_of_the_paper(workloads):
     for name in ("bert24_inference", "resnet50_inference"):
         g = load_graph(workloads / "throughput-inputs" / "LayerGraphs" / f"{name}.json")
         c = g.default_cluster
-        p = run_solver("expert", g, c, options={"path": str(workloads / "human-experts" / f"{name}_expert.json")})
+        p = _expert(g, c, path=str(workloads / "human-experts" / f"{name}_expert.json"))
         assert p.claimed_value == pytest.approx(evaluate(g, c, p).max_load)
         dp = run_solver("pipedream", g, c)
         assert_valid(g, c, dp)

@@ -11,8 +11,9 @@ MODULES = [
     "viz_place.model.placement", "viz_place.cost", "viz_place.cost.compiled", "viz_place.cost.evaluate",
     "viz_place.cost.incremental", "viz_place.cost.latency", "viz_place.io.atomic", "viz_place.io.nodelink",
     "viz_place.solvers.base", "viz_place.solvers.registry", "viz_place.samples", "viz_place.samples.generators",
-    "viz_place.testing", "viz_place.model.modules", "viz_place.io.torch_modules",
-    "viz_place.solvers.baselines_modules",
+    "viz_place.testing", "viz_place.model.objective", "viz_place.cost.bounds", "viz_place.solvers.contract",
+    "viz_place.solvers", "viz_place.start", "viz_place.solver_files",
+    "viz_place.model.modules", "viz_place.io.torch_modules",
 ]
 
 

@@ -16,8 +16,8 @@ from viz_place.io import load_graph
 from viz_place.model import Cluster, DeviceClass, OpGraph
 from viz_place.solvers import get_solver, run_solver
 from viz_place.solvers.dp import DPOptions
-from viz_place.solvers.ideals import enumerate_ideals
-from viz_place.solvers.preprocess import contract
+from viz_place.solvers.dp.ideals import enumerate_ideals
+from viz_place.solvers.dp.contraction import contract
 from viz_place.testing import assert_valid
 
 WORKLOADS = Path(__file__).resolve().parents[2] / "shared" / "workloads" / "throughput-inputs"
@@ -32,7 +32,7 @@ def chain(n: int, *, cpu=4.0, fpga=1.0, size=1.0, tc=0.5) -> OpGraph:
 
 def test_registered_as_exact_throughput_solver():
     info = get_solver("dp")
-    assert info.objective == "throughput" and info.exact
+    assert info.objective == "max_load" and info.exact
 
 
 def test_chain_splits_evenly():
@@ -172,7 +172,7 @@ def test_cli_json(tmp_path):
     out = subprocess.run([sys.executable, "-m", "viz_place", "solve", str(path), "--solver", "dp", "--json"],
                          capture_output=True, text=True, cwd=REPO, check=True)
     row = json.loads(out.stdout)
-    assert row["solver"] == "dp" and row["objective"] == "throughput" and row["status"] == "optimal"
+    assert row["solver"] == "dp" and row["objective"] == "max_load" and row["status"] == "optimal"
     assert row["value"] == pytest.approx(row["max_load"]) and row["seconds"] >= 0
 
 
@@ -216,7 +216,7 @@ def test_workload_reaches_optimum(path):
 def _unpruned_optimum(graph, cluster, pins=None):
     """The same recursion with no threshold, no state bounds and all ideals (pruning cross-check)."""
     from viz_place.cost import compile_problem
-    from viz_place.solvers import dp, dp_core
+    from viz_place.solvers.dp import recursion as dp_core, solver as dp
     prob = compile_problem(graph, cluster)
     pins = pins or {}
     ct = contract(graph, cluster, pins=pins)
@@ -288,8 +288,9 @@ def test_memory_guard_and_device_count_cap():
         run_solver("dp", chain(40), big)
 
 
-@pytest.mark.parametrize("name", ["viz_place.solvers.dp", "viz_place.solvers.dp_core", "viz_place.solvers.ideals",
-                                  "viz_place.solvers.preprocess"])
+@pytest.mark.parametrize("name", ["viz_place.solvers.dp", "viz_place.solvers.dp.solver", "viz_place.solvers.dp.recursion",
+                                  "viz_place.solvers.dp.ideals", "viz_place.solvers.dp.contraction",
+                                  "viz_place.solvers.dp.upper_bound"])
 def test_dp_docstring_examples_run(name):
     import doctest
     import importlib

@@ -21,7 +21,7 @@ from viz_place.errors import InfeasibleError, SolverError
 from viz_place.model import Cluster, DeviceClass, OpGraph
 from viz_place.samples import load_sample
 from viz_place.solvers import list_solvers, run_solver
-from viz_place.solvers._ilp_common import nonconvex_devices
+from viz_place.solvers.groups import nonconvex_devices
 from viz_place.solvers.milp import MilpResult, available_backends, solve_milp
 from viz_place.testing import assert_valid, random_instance
 
@@ -177,7 +177,7 @@ def test_pinned_random_infeasible_instance():
 
 
 def test_no_solution_in_time_is_an_error_naming_it(monkeypatch):
-    import viz_place.solvers.ilp_throughput as mod
+    import viz_place.solvers.milp.max_load as mod
     monkeypatch.setattr(mod, "solve_milp", lambda *a, **k: MilpResult("no solution", "cbc", stopped_by="time limit",
                                                                       bound=3.0))
     inst = random_instance(3)
@@ -260,11 +260,14 @@ def test_adapter_rejects_unknown_backend():
         solve_milp(lp, backend="gurobi")
 
 
-@pytest.mark.parametrize("name", ["viz_place.solvers.milp", "viz_place.solvers.ilp_throughput",
-                                  "viz_place.solvers.ilp_latency", "viz_place.solvers.baselines",
-                                  "viz_place.solvers.baselines_chain", "viz_place.solvers.baselines_search"])
+@pytest.mark.parametrize("name", ["viz_place.solvers.milp", "viz_place.solvers.milp.backends",
+                                  "viz_place.solvers.milp.max_load", "viz_place.solvers.milp.latency",
+                                  "viz_place.solvers.milp.symmetry", "viz_place.solvers.baselines",
+                                  "viz_place.solvers.baselines.fills", "viz_place.solvers.baselines.single_device",
+                                  "viz_place.solvers.baselines.expert", "viz_place.solvers.baselines.pipedream",
+                                  "viz_place.solvers.baselines.local_search", "viz_place.solvers.groups"])
 def test_docstring_examples_run(name):
-    if "ilp_" in name and "highs" not in available_backends():
+    if name.endswith(("max_load", "latency")) and "highs" not in available_backends():
         pytest.skip("examples use the HiGHS back-end")
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0

@@ -10,7 +10,7 @@ from viz_place.cost import compile_problem, evaluate
 from viz_place.errors import InfeasibleError
 from viz_place.model import Cluster, DeviceClass, OpGraph
 from viz_place.solvers import run_solver
-from viz_place.solvers._ilp_common import nonconvex_devices
+from viz_place.solvers.groups import nonconvex_devices
 from viz_place.solvers.milp import available_backends
 from viz_place.testing import assert_valid, random_instance
 

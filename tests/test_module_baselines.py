@@ -17,7 +17,7 @@ from viz_place.model import Cluster, DeviceClass  # noqa: E402
 from viz_place.model.modules import layer_to_path, module_device_map  # noqa: E402
 from viz_place.samples import load_sample  # noqa: E402
 from viz_place.solvers import run_solver  # noqa: E402
-from viz_place.solvers.baselines_modules import partition_uniform  # noqa: E402
+from viz_place.solvers.baselines.module_order import partition_uniform  # noqa: E402
 from viz_place.testing import check_placement  # noqa: E402
 
 

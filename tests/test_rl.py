@@ -197,12 +197,15 @@ def test_unsupported_everywhere_is_reported_by_name():
         run_solver("rl", g, Cluster.paper(1, 1, None), options={"mode": "greedy"})
 
 
-@pytest.mark.parametrize("objective", ["throughput", "latency"])
-def test_claimed_value_is_the_evaluators(policy_file, objective):
+@pytest.mark.parametrize("objective,expected", [("max_load", "max_load"), ("throughput", "max_load"),
+                                                ("latency", "latency")])
+def test_claimed_value_is_the_evaluators(policy_file, objective, expected):
+    """``throughput`` is an alias of ``max_load`` (old option value), the placement says ``max_load``."""
     g = make_graph("transformer", 40, seed=8)
     p = run_solver("rl", g, g.default_cluster, options={"policy": policy_file, "mode": "sample", "samples": 4,
                                                         "objective": objective, "time_limit": 30})
-    assert p.objective == objective
+    assert p.objective == expected and p.options["objective"] == expected
+    assert p.lower_bound is None and p.bound_set is None
     assert check_placement(g, g.default_cluster, p) == []
     assert math.isfinite(p.claimed_value)
 

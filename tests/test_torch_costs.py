@@ -89,7 +89,10 @@ def test_profile_replaces_cpu_latencies_and_keeps_a_calibration_line():
     assert "sum of per-node times" in line and "end-to-end forward" in line
     m = g.source["measured"]
     assert m["forward_ms"] > 0 and m["sum_of_nodes_ms"] == pytest.approx(sum(n.latency["cpu"] for n in g.nodes()))
-    assert g.source["profile"] is True
+    assert g.source["profile"] is True and g.source["profile_clock"] == "cpu" and m["ratio_wall"] > 0
+    wall = import_torch(Small(), x, profile=True, repeats=3, profile_clock="wall")
+    assert wall.source["measured"]["clock"] == "wall" and all(n.latency["cpu"] > 0 for n in wall.nodes())
+    assert "wall clock, used as latencies" in next(n for n in wall.notes if n.startswith("profile calibration"))
 
 
 def test_profile_on_a_tiny_hf_model_at_module_granularity():

@@ -16,8 +16,7 @@ import pytest
 from viz_place.cost import evaluate
 from viz_place.errors import SolverError
 from viz_place.io import graph_to_paper_dict, load_placement
-from viz_place.model import Placement
-from viz_place.solvers import SolverInfo, SolverOptions, registry
+from viz_place.solvers import SolverInfo, SolverOptions, SolverResult, registry
 from viz_place.widgets import PlacementExplorer
 from viz_place.widgets.session import FORMAT as SESSION_FORMAT
 
@@ -31,9 +30,9 @@ class BlockOptions(SolverOptions):
     limit: float | None = field(default=None, metadata={"help": "optional number"})
 
 
-def _block_solve(graph, cluster, *, pins=None, options=None, progress=None, cancel=None):
+def _block_solve(problem, options, hooks):
     """Cut the topological order into equal blocks over the accelerators; honour pins."""
-    pins = pins or {}
+    graph, cluster, pins = problem.graph, problem.cluster, problem.pins
     accel = [d.name for d in cluster.devices if d.cls.pays_communication]
     if options.blocks:
         accel = accel[:options.blocks]
@@ -44,24 +43,26 @@ def _block_solve(graph, cluster, *, pins=None, options=None, progress=None, canc
         dev = pinned or accel[gi * len(accel) // len(groups)]
         for n in group:
             assignment[n] = dev
-        if progress is not None and gi % 10 == 0:
-            from viz_place.solvers import Progress
-            progress(Progress(fraction=gi / len(groups), message="placing",
-                              data={"episode": gi, "objective": float(gi), "best": 0.0}))
-    ev = evaluate(graph, cluster, assignment, pins=pins)
-    return Placement(assignment, solver="test-blocks", status="heuristic", objective="throughput",
-                     claimed_value=ev.max_load, options=options.to_dict(), wall_time=0.001)
+        if gi % 10 == 0:
+            hooks.report(gi / len(groups), "placing", force=True,
+                         data={"episode": gi, "objective": float(gi), "best": 0.0})
+    # a naive split may overflow memory: it is then labelled a manual split (run_solver refuses a
+    # "heuristic" result with violations as a solver bug)
+    overflows = bool(evaluate(graph, cluster, assignment, pins=pins).violations)
+    return SolverResult(assignment, status="manual" if overflows else "heuristic",
+                        message="blocks overflow memory" if overflows else "")
 
 
-def _failing_solve(graph, cluster, *, pins=None, options=None, progress=None, cancel=None):
+def _failing_solve(problem, options, hooks):
     raise SolverError("test-fail: no placement fits on purpose")
 
 
-def _slow_solve(graph, cluster, *, pins=None, options=None, progress=None, cancel=None):
+def _slow_solve(problem, options, hooks):
     for _ in range(500):
-        if cancel is not None and cancel.is_set():
-            assignment = {n: cluster.device_names[0] for n in graph.node_ids}
-            return Placement(assignment, solver="test-slow", status="cancelled")
+        if hooks.cancelled:
+            from viz_place.start import fallback_placement   # every group on a host: valid
+            return SolverResult(dict(fallback_placement(problem.graph, problem.cluster, problem.pins).assignment),
+                                status="cancelled")
         time.sleep(0.01)
     raise SolverError("test-slow was not cancelled")
 
@@ -352,7 +353,7 @@ def test_sweep_uses_an_exact_solver_and_the_evaluator(ex):
     s = ex.state
     for r in rows:
         c = s.cluster.with_class_count("fpga", r["count"])
-        p = _block_solve(s.graph, c, options=BlockOptions())
+        p = registry.run_solver("test-blocks", s.graph, c, options=BlockOptions())
         assert math.isclose(r["max_load"], evaluate(s.graph, c, p).max_load, rel_tol=1e-9)
     assert t.view.sweep.data["count"] == [1, 2, 3]
     assert "sweep done" in t.sweep_status.value

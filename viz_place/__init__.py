@@ -6,8 +6,8 @@
 1.0
 """
 from .cost import Evaluation, IncrementalEvaluator, compile_problem, evaluate
-from .errors import (DeviceError, GraphValidationError, InfeasibleError, InputFormatError, PlacementError,
-                     SolverError, VizPlaceError)
+from .errors import (DeviceError, GraphValidationError, InfeasibleError, InputFormatError, InternalError,
+                     PlacementError, SolverError, VizPlaceError)
 from .io import load_graph, load_placement
 from .model import Cluster, DeviceClass, OpGraph, Placement, validate_pins
 
@@ -16,4 +16,4 @@ __version__ = "0.1.0"
 __all__ = ["OpGraph", "Cluster", "DeviceClass", "Placement", "validate_pins", "evaluate", "Evaluation",
            "IncrementalEvaluator", "compile_problem", "load_graph", "load_placement", "VizPlaceError",
            "GraphValidationError", "DeviceError", "PlacementError", "InputFormatError", "SolverError",
-           "InfeasibleError", "__version__"]
+           "InfeasibleError", "InternalError", "__version__"]

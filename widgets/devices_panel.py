@@ -3,19 +3,20 @@
 Each field is a free text box, so nothing is silently clamped: every edit is
 checked by :class:`viz_place.model.DeviceClass` and :class:`~viz_place.model.Cluster`;
 an invalid entry is refused with the model's message next to its row (the
-field is outlined in red) and the last valid cluster stays in force.
+field the error names in ``err.field`` is outlined in red) and the last valid
+cluster stays in force.
 
 >>> from viz_place.samples import make_graph
 >>> from viz_place.widgets.state import ExplorerState
 >>> ed = DevicesEditor(ExplorerState(make_graph("chain", 5)))
 >>> ed.rows[0].fields["count"].value = "x"; ed.rows[0].error.value != ""
 True
+>>> ed.rows[0].fields["count"].layout.border
+'2px solid #c0392b'
 >>> ed.state.cluster.classes[0].count
 4
 """
 from __future__ import annotations
-
-import re
 
 import ipywidgets as W
 
@@ -25,7 +26,6 @@ from viz_place.model import Cluster, DeviceClass
 from .common import error_html
 
 FIELDS = ("name", "kind", "count", "memory", "speed", "pays_communication", "link_factor")
-_FIELD_RE = re.compile(r"field '(\w+)'")
 
 
 def _text(value) -> str:
@@ -79,11 +79,12 @@ class DeviceRow:
                            pays_communication=bool(f["pays_communication"].value),
                            link_factor=_parse_number(f["link_factor"].value))
 
-    def mark(self, message: str | None) -> None:
-        bad = _FIELD_RE.search(message or "")
+    def mark(self, err: VizPlaceError | None) -> None:
+        """Show ``err`` next to the row and outline the field it names (``err.field``); ``None`` clears."""
+        bad = getattr(err, "field", None)
         for name, f in self.fields.items():
-            f.layout.border = "2px solid #c0392b" if bad and bad.group(1) == name else ""
-        self.error.value = error_html(message) if message else ""
+            f.layout.border = "2px solid #c0392b" if bad == name else ""
+        self.error.value = error_html(str(err)) if err is not None else ""
 
 
 class DevicesEditor:
@@ -136,7 +137,7 @@ class DevicesEditor:
                 classes.append(r.device_class())
                 r.mark(None)
             except VizPlaceError as err:
-                r.mark(str(err))
+                r.mark(err)
                 ok = False
         if not ok:
             self.message.value = error_html("not applied: fix the marked field; the last valid devices stay in force")

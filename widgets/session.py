@@ -52,10 +52,13 @@ def session_from_dict(data: Mapping[str, Any], *, source: str = "session"):
     p = data["placement"]
     if not isinstance(p, Mapping) or not isinstance(p.get("assignment"), Mapping):
         raise InputFormatError(f"{source}: field 'placement' must hold an 'assignment' object")
+    bound = p.get("lower_bound")   # absent in sessions saved before bounds existed
+    bound = bound if isinstance(bound, (int, float)) and not isinstance(bound, bool) else None
     placement = Placement(dict(p["assignment"]), solver=str(p.get("solver") or "manual"),
                           status=p.get("status") or "manual", objective=p.get("objective"),
                           claimed_value=p.get("claimed_value"), options=p.get("options") or {},
-                          wall_time=p.get("wall_time"), message=str(p.get("message") or ""))
+                          wall_time=p.get("wall_time"), message=str(p.get("message") or ""),
+                          lower_bound=bound, bound_set=p.get("bound_set") if bound is not None else None)
     history = data.get("history") or []
     if not isinstance(history, list):
         raise InputFormatError(f"{source}: field 'history' must be a list")

@@ -20,6 +20,7 @@ import ipywidgets as W
 
 from viz_place.errors import SolverError, VizPlaceError
 from viz_place.render import curve_view
+from viz_place.solver_files import read_option_files
 from viz_place.solvers import list_solvers, run_solver
 
 from .common import bokeh_widget, error_html, escape_text, fmt, ok_html
@@ -111,7 +112,8 @@ class SolverPanel:
         self.status.value = f"running <b>{escape_text(name)}</b>\u2026"
 
         def work(cancel):
-            return run_solver(name, graph, cluster, pins=pins, options=options, progress=self._on_progress,
+            opts = read_option_files(name, graph, cluster, options)   # e.g. expert's path: read here, not in the solver
+            return run_solver(name, graph, cluster, pins=pins, options=opts, progress=self._on_progress,
                               cancel=cancel)
 
         def done(placement):

@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping
 from viz_place.cost import IncrementalEvaluator, compile_problem, evaluate
 from viz_place.errors import PlacementError
 from viz_place.model import Cluster, DeviceClass, OpGraph, Placement, validate_pins
-from viz_place.render import starting_placement
+from viz_place.start import starting_placement
 
 EVENTS = ("graph", "cluster", "pins", "placement", "history", "selected")
 
@@ -265,6 +265,7 @@ class ExplorerState:
                "objective": p.objective, "max_load": ev.max_load, "throughput": ev.throughput,
                "latency": ev.latency, "peak_memory_fraction": max(mem) if mem else None,
                "feasible": ev.feasible, "wall_time": p.wall_time, "claimed_value": p.claimed_value,
+               "lower_bound": p.lower_bound, "bound_set": p.bound_set,
                "devices": self.cluster.to_dict(), "assignment": dict(p.assignment),
                "recorded_at": time.strftime("%H:%M:%S"), **extra}
         with self._lock:

@@ -32,8 +32,8 @@ def sweep_solver(infos) -> str | None:
     names = [i.name for i in infos]
     if "dp" in names:
         return "dp"
-    for want in (lambda i: i.exact and i.objective in ("throughput", "any"),
-                 lambda i: i.objective in ("throughput", "any")):
+    for want in (lambda i: i.exact and i.objective in ("max_load", "any"),
+                 lambda i: i.objective in ("max_load", "any")):
         hit = [i.name for i in infos if want(i)]
         if hit:
             return hit[0]

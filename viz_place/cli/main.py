@@ -3,7 +3,9 @@
 Subcommands live in small modules that each provide ``add_parsers(sub)``;
 add a module to :data:`COMMAND_MODULES` to add commands. Errors in the input
 exit with status 2 and one line on stderr naming the problem — never a
-traceback (``VIZ_PLACE_DEBUG=1`` shows one for bug reports).
+traceback. A bug (:class:`~viz_place.errors.InternalError`, or any other
+unexpected exception) exits with status 1 and ``internal error (please report): ...``
+(``VIZ_PLACE_DEBUG=1`` shows the traceback for bug reports).
 """
 from __future__ import annotations
 
@@ -12,7 +14,9 @@ import importlib
 import os
 import sys
 
-from ..errors import VizPlaceError
+from ..errors import InternalError, VizPlaceError
+
+EXIT_INTERNAL = 1
 
 #: Modules under viz_place.cli that add subcommands.
 COMMAND_MODULES = ("inspect_cmds", "solve_cmds", "import_cmd", "rl_cmds", "pipeline_cmds")
@@ -45,6 +49,11 @@ def main(argv: list[str] | None = None) -> int:
     except VizPlaceError as err:
         print(f"viz-place: error: {err}", file=sys.stderr)
         return 2
+    except InternalError as err:
+        if os.environ.get("VIZ_PLACE_DEBUG"):
+            raise
+        print(f"viz-place: internal error (please report): {err}", file=sys.stderr)
+        return EXIT_INTERNAL
     except KeyboardInterrupt:
         print("viz-place: interrupted", file=sys.stderr)
         return 130
@@ -54,9 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as err:  # a bug: still one line unless debugging
         if os.environ.get("VIZ_PLACE_DEBUG"):
             raise
-        print(f"viz-place: internal error ({type(err).__name__}): {err} (set VIZ_PLACE_DEBUG=1 for a traceback)",
-              file=sys.stderr)
-        return 1
+        print(f"viz-place: internal error (please report): {type(err).__name__}: {err} "
+              "(set VIZ_PLACE_DEBUG=1 for a traceback)", file=sys.stderr)
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

@@ -33,6 +33,9 @@ def add_model_args(p, *, seed_flags: tuple[str, ...] = ("--model-seed",)) -> Non
                    help="module depth for --granularity module (default: the depth of the main repeated blocks)")
     g.add_argument("--profile", action="store_true",
                    help="measure every op on this CPU (one torch thread) and use the times as cpu latencies")
+    g.add_argument("--profile-clock", choices=("cpu", "wall"), default="cpu",
+                   help="--profile: per-op medians of the thread's CPU time (default; leaves out waiting for a "
+                        "core on a shared machine) or of wall time")
     g.add_argument("--calibration", action="append", default=[], metavar="KIND=FACTOR",
                    help="multiply a roofline kind's latencies by FACTOR; repeatable")
     if not any(a.dest == "training" for a in p._actions):
@@ -71,6 +74,7 @@ def import_kwargs(args) -> dict[str, Any]:
     return {"overrides": parse_overrides(args.model_set), "batch": args.batch or 1, "seq_len": args.seq_len,
             "image_size": args.image_size, "seed": args.model_seed, "granularity": args.granularity,
             "depth": args.depth, "training": bool(getattr(args, "training", False)), "profile": args.profile,
+            "profile_clock": args.profile_clock,
             "calibration": _calibration(args.calibration)}
 
 

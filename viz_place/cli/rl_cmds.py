@@ -24,7 +24,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--sizes", default="30,150", metavar="MIN,MAX", help="node counts of training graphs")
     p.add_argument("--graphs", type=int, default=40, help="number of training graphs (default 40)")
-    p.add_argument("--objective", choices=("throughput", "latency"), default="throughput")
+    p.add_argument("--objective", choices=("max_load", "latency", "throughput"), default="max_load",
+                   help="what the policy learns to minimise (throughput = max_load)")
     p.add_argument("--history", metavar="FILE", help="also write the training curve (JSON) here")
     p.add_argument("--json", action="store_true", help="print a JSON summary instead of progress lines")
     p.set_defaults(run=run_train)

@@ -9,8 +9,13 @@ import sys
 from ..cost import evaluate
 from ..errors import SolverError
 from ..io import write_paper_split, write_placement, write_placement_csv
+from ..model import OBJECTIVES
+from ..solver_files import read_option_files
 from ..solvers import get_solver, list_solvers, make_options, run_solver
 from .common import add_graph_args, cluster_for, fmt, load_graph_arg, pins_for, print_json, print_table
+
+#: How the human-readable output names the set a bound holds for.
+BOUND_SET_TEXT = {"pipeline": "pipeline splits", "convex": "per-device convex placements", "any": "every placement"}
 
 #: Flags that map onto a solver option of the same meaning, when the solver has it.
 FLAG_OPTIONS = {"time_limit": "--time-limit", "gap": "--gap", "backend": "--backend", "seed": "--seed",
@@ -55,10 +60,11 @@ def _options_for(info, args, *, strict: bool = True) -> dict:
         if field_name in names:
             opts[field_name] = value
         elif strict:
-            raise SolverError(f"solver {info.name!r} has no option for {flag}; its options: {sorted(names) or 'none'}")
+            raise SolverError(f"solver {info.name!r} has no option for {flag}; its options: {sorted(names) or 'none'}",
+                              field=field_name)
     for item in args.option:
         if "=" not in item:
-            raise SolverError(f"--option {item!r}: expected KEY=VALUE")
+            raise SolverError(f"--option {item!r}: expected KEY=VALUE", field="option")
         key, raw = item.split("=", 1)
         try:
             value = json.loads(raw)
@@ -70,7 +76,7 @@ def _options_for(info, args, *, strict: bool = True) -> dict:
 
 def _run_one(name, g, cluster, pins, args, *, strict=True):
     info = get_solver(name)
-    opts = make_options(info.options_cls, _options_for(info, args, strict=strict))
+    opts = make_options(info.options_cls, read_option_files(name, g, cluster, _options_for(info, args, strict=strict)))
     placement = run_solver(name, g, cluster, pins=pins, options=opts)
     ev = evaluate(g, cluster, placement, pins=pins)
     return info, placement, ev
@@ -80,9 +86,10 @@ def _row(info, placement, ev) -> dict:
     objective = placement.objective or info.objective
     value = placement.claimed_value
     if value is None:
-        value = ev.value(objective) if objective in ("throughput", "latency", "max_forward_plus_max_backward") else ev.max_load
+        value = ev.value(objective) if objective in OBJECTIVES else ev.max_load
     return {"solver": info.name, "objective": objective, "value": value, "status": placement.status,
-            "seconds": placement.wall_time, "message": placement.message, "max_load": ev.max_load,
+            "seconds": placement.wall_time, "message": placement.message,
+            "lower_bound": placement.lower_bound, "bound_set": placement.bound_set, "max_load": ev.max_load,
             "throughput": ev.throughput, "latency": ev.latency, "feasible": ev.feasible,
             "violations": list(ev.violations), "bottleneck": ev.bottleneck}
 
@@ -109,6 +116,8 @@ def run_solve(args) -> int:
     print(f"{info.name}: {row['objective']} value {fmt(row['value'])} ({row['status']}) in {fmt(row['seconds'])} s")
     print(f"max-load {fmt(ev.max_load)}, throughput {fmt(ev.throughput)}, latency {fmt(ev.latency)}, "
           f"bottleneck {ev.bottleneck}")
+    if placement.lower_bound is not None:
+        print(f"proven lower bound {fmt(placement.lower_bound)} over {BOUND_SET_TEXT[placement.bound_set]}")
     if placement.message:
         print(placement.message)
     for v in ev.violations:

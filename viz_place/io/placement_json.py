@@ -4,11 +4,13 @@ Placement JSON::
 
     {"format": "viz_place.placement/1", "graph": "bert", "devices": {"classes": [...]},
      "assignment": {"node": "fpga:0", ...}, "pins": {"node": "fpga:0"},
-     "solver": "dp", "status": "optimal", "objective": "throughput", "value": 1.23,
+     "solver": "dp", "status": "optimal", "objective": "max_load", "value": 1.23,
+     "lower_bound": 1.23, "bound_set": "pipeline",
      "options": {...}, "wall_time": 0.5, "evaluation": {...}}
 
 ``devices``, ``pins`` and ``evaluation`` are written for the reader's benefit;
-only ``assignment`` is required to read one back.
+only ``assignment`` is required to read one back (older files without
+``lower_bound``/``bound_set``, or saying ``"objective": "throughput"``, read fine).
 """
 from __future__ import annotations
 
@@ -31,7 +33,8 @@ def placement_to_dict(graph: OpGraph, cluster: Cluster, placement: Placement, *,
            "assignment": dict(placement.assignment), "pins": dict(pins or {}),
            "solver": placement.solver, "status": placement.status, "objective": placement.objective,
            "value": placement.claimed_value, "options": dict(placement.options),
-           "wall_time": placement.wall_time, "message": placement.message}
+           "wall_time": placement.wall_time, "message": placement.message,
+           "lower_bound": placement.lower_bound, "bound_set": placement.bound_set}
     if evaluation is not None:
         out["evaluation"] = evaluation.to_dict()
     return out
@@ -43,14 +46,17 @@ def placement_from_dict(data: Mapping[str, Any], *, source: str = "placement") -
         raise InputFormatError(f"{source}: expected our placement JSON with an 'assignment' object")
     status = data.get("status") or "manual"
     value = data.get("value")
+    bound = data.get("lower_bound")
+    bound = bound if isinstance(bound, (int, float)) and not isinstance(bound, bool) else None
     try:
         placement = Placement(dict(data["assignment"]), solver=str(data.get("solver") or "manual"),
                               status=status, objective=data.get("objective"),
                               claimed_value=value if isinstance(value, (int, float)) else None,
                               options=data.get("options") or {}, wall_time=data.get("wall_time"),
-                              message=str(data.get("message") or ""))
+                              message=str(data.get("message") or ""), lower_bound=bound,
+                              bound_set=data.get("bound_set") if bound is not None else None)
     except PlacementError as err:
-        raise PlacementError(f"{source}: {err}") from None
+        raise err.prefixed(source) from None
     pins = data.get("pins") or {}
     if not isinstance(pins, Mapping):
         raise InputFormatError(f"{source}: field 'pins' must be an object")

@@ -42,7 +42,8 @@ def import_torch(model: Any, example_inputs: Sequence[Any] | None = None, *,
                  image_size: int | None = None, seed: int = 0, granularity: str = "op", depth: int | None = None,
                  training: bool = False, profile: bool = False, calibration: Mapping[str, float] | None = None,
                  specs: Mapping[str, RooflineSpec] | None = None, cluster: Cluster | None = None,
-                 tracer: str = "auto", name: str | None = None, repeats: int | None = None) -> OpGraph:
+                 tracer: str = "auto", name: str | None = None, repeats: int | None = None,
+                 profile_clock: str = "cpu") -> OpGraph:
     """A costed graph of ``model`` (see the module docstring).
 
     ``model`` is a ``torch.nn.Module`` (then ``example_inputs`` is required) or an
@@ -50,7 +51,9 @@ def import_torch(model: Any, example_inputs: Sequence[Any] | None = None, *,
     ``seed`` build it). ``granularity="module"`` gives one node per module at
     ``depth`` (default: the depth of the model's main repeated blocks, e.g. 3
     for GPT-2's ``transformer.h.N``). ``profile=True`` measures every op on this
-    CPU (one torch thread) and uses the times as the host kind's latencies (ms).
+    CPU (one torch thread) and uses the times as the host kind's latencies (ms):
+    per-op medians of the thread's CPU time (``profile_clock="cpu"``, the default:
+    it leaves out waiting for a core on a shared machine) or of wall time (``"wall"``).
     ``calibration`` multiplies the roofline latencies of the kinds it names.
     """
     if granularity not in GRANULARITIES:
@@ -83,10 +86,11 @@ def import_torch(model: Any, example_inputs: Sequence[Any] | None = None, *,
                     training=training)
     measured = None
     if profile:
-        g, measured = _with_profile(g, traced, module, inputs, host, repeats)
+        g, measured = _with_profile(g, traced, module, inputs, host, repeats, profile_clock)
     if factors:
         g = _scaled(g, factors)
     source.update(tracer=traced.tracer, training=bool(training), granularity=granularity, profile=bool(profile),
+                  **({"profile_clock": profile_clock} if profile else {}),
                   calibration=dict(factors))
     if measured is not None:
         source["measured"] = measured
@@ -163,9 +167,9 @@ def _tied_note(module) -> list[str]:
             "as each device holding one of those ops needs its own copy"]
 
 
-def _with_profile(g: OpGraph, traced, module, inputs, host: str, repeats: int | None) -> OpGraph:
+def _with_profile(g: OpGraph, traced, module, inputs, host: str, repeats: int | None, clock: str):
     from .torch_profile import DEFAULT_REPEATS, profile_traced
-    prof = profile_traced(traced.gm, module, inputs, repeats=repeats or DEFAULT_REPEATS)
+    prof = profile_traced(traced.gm, module, inputs, repeats=repeats or DEFAULT_REPEATS, clock=clock)
     h = g.nx.copy()
     counted = 0.0
     for nid, a in h.nodes(data=True):
@@ -177,10 +181,14 @@ def _with_profile(g: OpGraph, traced, module, inputs, host: str, repeats: int | 
             lat[host] = prof.node_ms.get(nid, 0.0)
             counted += lat[host]
         a["latency"] = lat
-    line = prof.calibration_line(counted)
+    line = prof.calibration_line(counted, names=set(h.nodes))
     notes = list(g.notes) + [line, f"latencies of kind {host!r}: measured on this CPU (ms, median per op)"
                              + ("; backward ops: 2x their forward op's time (estimate)" if g.is_training else "")]
-    measured = {"sum_of_nodes_ms": counted, "forward_ms": prof.forward_ms, "ratio": counted / prof.forward_ms,
+    ratios = prof.ratios(names=set(h.nodes))
+    measured = {"clock": prof.clock, "sum_of_nodes_ms": counted, "forward_ms": prof.forward_ms,
+                "ratio": counted / prof.forward_ms, "ratio_wall": ratios.get("wall"), "ratio_cpu": ratios.get("cpu"),
+                "forward_wall_ms": prof.forward_ms if prof.clock == "wall" else prof.other_forward_ms,
+                "forward_cpu_ms": prof.forward_ms if prof.clock == "cpu" else prof.other_forward_ms,
                 "repeats": prof.repeats, "warmup": prof.warmup, "threads": prof.threads}
     return OpGraph(h, name=g.name, default_cluster=g.default_cluster, notes=notes), measured
 

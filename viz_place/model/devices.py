@@ -57,27 +57,36 @@ class DeviceClass:
 
     def __post_init__(self) -> None:
         where = f"device class {self.name!r}"
+        named = self.name if isinstance(self.name, str) else None
         if not isinstance(self.name, str) or not _NAME_RE.match(self.name):
-            raise DeviceError(f"{where}: field 'name' must start with a letter and use letters, digits, '_-. ' only")
+            raise DeviceError(f"{where}: field 'name' must start with a letter and use letters, digits, '_-. ' only",
+                              field="name", device=named)
         if not isinstance(self.kind, str) or not self.kind.strip():
-            raise DeviceError(f"{where}: field 'kind' must be a non-empty string")
+            raise DeviceError(f"{where}: field 'kind' must be a non-empty string",
+                              field="kind", device=named)
         if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 0:
-            raise DeviceError(f"{where}: field 'count' must be a whole number >= 0, got {self.count!r}")
+            raise DeviceError(f"{where}: field 'count' must be a whole number >= 0, got {self.count!r}",
+                              field="count", device=named)
         if self.count > 4096:
-            raise DeviceError(f"{where}: field 'count' is {self.count}; at most 4096 devices per class are supported")
+            raise DeviceError(f"{where}: field 'count' is {self.count}; at most 4096 devices per class are supported",
+                              field="count", device=named)
         if self.memory is not None:
             if not _is_number(self.memory) or math.isnan(self.memory) or self.memory < 0:
-                raise DeviceError(f"{where}: field 'memory' must be a number >= 0 or null (unlimited), got {self.memory!r}")
+                raise DeviceError(f"{where}: field 'memory' must be a number >= 0 or null (unlimited), got {self.memory!r}",
+                                  field="memory", device=named)
             if math.isinf(self.memory):
                 object.__setattr__(self, "memory", None)
             else:
                 object.__setattr__(self, "memory", float(self.memory))
         if not _is_number(self.speed) or not math.isfinite(self.speed) or self.speed <= 0:
-            raise DeviceError(f"{where}: field 'speed' must be a finite number > 0, got {self.speed!r}")
+            raise DeviceError(f"{where}: field 'speed' must be a finite number > 0, got {self.speed!r}",
+                              field="speed", device=named)
         if not isinstance(self.pays_communication, bool):
-            raise DeviceError(f"{where}: field 'pays_communication' must be true or false")
+            raise DeviceError(f"{where}: field 'pays_communication' must be true or false",
+                              field="pays_communication", device=named)
         if not _is_number(self.link_factor) or not math.isfinite(self.link_factor) or self.link_factor < 0:
-            raise DeviceError(f"{where}: field 'link_factor' must be a finite number >= 0, got {self.link_factor!r}")
+            raise DeviceError(f"{where}: field 'link_factor' must be a finite number >= 0, got {self.link_factor!r}",
+                              field="link_factor", device=named)
         object.__setattr__(self, "speed", float(self.speed))
         object.__setattr__(self, "link_factor", float(self.link_factor))
 
@@ -104,10 +113,11 @@ class DeviceClass:
         unknown = set(data) - allowed
         name = data.get("name", "?")
         if unknown:
-            raise DeviceError(f"device class {name!r}: unknown field(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
+            raise DeviceError(f"device class {name!r}: unknown field(s) {sorted(unknown)}; allowed: {sorted(allowed)}",
+                              field=sorted(unknown)[0], device=name)
         for req in ("name", "kind"):
             if req not in data:
-                raise DeviceError(f"device class {name!r}: missing field {req!r}")
+                raise DeviceError(f"device class {name!r}: missing field {req!r}", field=req, device=name)
         return cls(**dict(data))
 
 
@@ -145,12 +155,13 @@ class Cluster:
             if not isinstance(c, DeviceClass):
                 raise DeviceError(f"cluster entries must be DeviceClass, got {type(c).__name__}")
             if c.name in seen:
-                raise DeviceError(f"device class {c.name!r}: duplicate class name")
+                raise DeviceError(f"device class {c.name!r}: duplicate class name", field="name", device=c.name)
             seen.add(c.name)
         if not classes:
             raise DeviceError("cluster: at least one device class is required")
         if sum(c.count for c in classes) == 0:
-            raise DeviceError("cluster: every device class has count 0; at least one device is required")
+            raise DeviceError("cluster: every device class has count 0; at least one device is required",
+                              field="count")
 
     # --- construction -------------------------------------------------
     @classmethod
@@ -168,12 +179,13 @@ class Cluster:
             raise DeviceError(f"devices must be a JSON object, got {type(data).__name__}")
         if "classes" in data:
             if not isinstance(data["classes"], list):
-                raise DeviceError("devices: field 'classes' must be a list")
+                raise DeviceError("devices: field 'classes' must be a list", field="classes")
             return cls(tuple(DeviceClass.from_dict(c) for c in data["classes"]))
         keys = ("maxFPGAs", "maxCPUs", "maxSizePerFPGA")
         if all(k in data for k in keys):
             return cls.paper(data["maxFPGAs"], data["maxCPUs"], data["maxSizePerFPGA"])
-        raise DeviceError("devices: expected field 'classes' or the paper's maxFPGAs/maxCPUs/maxSizePerFPGA")
+        raise DeviceError("devices: expected field 'classes' or the paper's maxFPGAs/maxCPUs/maxSizePerFPGA",
+                          field="classes")
 
     def to_dict(self) -> dict[str, Any]:
         return {"classes": [c.to_dict() for c in self.classes]}
@@ -196,7 +208,8 @@ class Cluster:
         try:
             return self._index[name]
         except (KeyError, TypeError):
-            raise DeviceError(f"unknown device {name!r}; devices are {', '.join(self.device_names)}") from None
+            raise DeviceError(f"unknown device {name!r}; devices are {', '.join(self.device_names)}",
+                              device=name) from None
 
     def has_device(self, name: str) -> bool:
         return name in self._index
@@ -208,7 +221,8 @@ class Cluster:
         for c in self.classes:
             if c.name == name:
                 return c
-        raise DeviceError(f"unknown device class {name!r}; classes are {', '.join(c.name for c in self.classes)}")
+        raise DeviceError(f"unknown device class {name!r}; classes are {', '.join(c.name for c in self.classes)}",
+                          device=name)
 
     @property
     def kinds(self) -> tuple[str, ...]:

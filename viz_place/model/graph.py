@@ -76,46 +76,49 @@ class Node:
         }
 
 
-def _num(value: Any, where: str, *, allow_none: bool = False, default: float | None = 0.0) -> float | None:
+def _num(value: Any, where: str, *, allow_none: bool = False, default: float | None = 0.0, node: str | None = None,
+         field: str | None = None) -> float | None:
     if value is None:
         if allow_none:
             return None
         if default is not None:
             return default
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise GraphValidationError(f"{where} must be a number, got {value!r}")
+        raise GraphValidationError(f"{where} must be a number, got {value!r}", node=node, field=field)
     value = float(value)
     if math.isnan(value):
-        raise GraphValidationError(f"{where} is NaN")
+        raise GraphValidationError(f"{where} is NaN", node=node, field=field)
     if value < 0:
-        raise GraphValidationError(f"{where} is negative ({value})")
+        raise GraphValidationError(f"{where} is negative ({value})", node=node, field=field)
     if math.isinf(value):
-        raise GraphValidationError(f"{where} is infinite")
+        raise GraphValidationError(f"{where} is infinite", node=node, field=field)
     return value
 
 
 def _normalise_node(node_id: str, attrs: Mapping[str, Any]) -> Node:
     unknown = set(attrs) - set(NODE_FIELDS) - {"id"}
     if unknown:
-        raise GraphValidationError(f"node {node_id!r}: unknown attribute(s) {sorted(unknown)}")
+        raise GraphValidationError(f"node {node_id!r}: unknown attribute(s) {sorted(unknown)}", node=node_id,
+                                   field=sorted(unknown)[0])
     lat = attrs.get("latency", {})
     if not isinstance(lat, Mapping):
-        raise GraphValidationError(f"node {node_id!r}: field 'latency' must map device kinds to times")
+        raise GraphValidationError(f"node {node_id!r}: field 'latency' must map device kinds to times", node=node_id,
+                                   field="latency")
     latency = {}
     for kind, t in lat.items():
-        latency[str(kind)] = _num(t, f"node {node_id!r}: latency on {kind!r}")
+        latency[str(kind)] = _num(t, f"node {node_id!r}: latency on {kind!r}", node=node_id, field="latency")
     cc = attrs.get("color_class")
     return Node(
         id=node_id,
         name=str(attrs.get("name") or node_id),
         op_type=str(attrs.get("op_type") or "op"),
         latency=MappingProxyType(latency),
-        size=_num(attrs.get("size"), f"node {node_id!r}: field 'size'"),
+        size=_num(attrs.get("size"), f"node {node_id!r}: field 'size'", node=node_id, field="size"),
         backward=bool(attrs.get("backward", False)),
         color_class=None if cc is None else str(cc),
-        transfer_cost=_num(attrs.get("transfer_cost"), f"node {node_id!r}: field 'transfer_cost'"),
-        output_bytes=_num(attrs.get("output_bytes"), f"node {node_id!r}: field 'output_bytes'", allow_none=True),
-        flops=_num(attrs.get("flops"), f"node {node_id!r}: field 'flops'", allow_none=True),
+        transfer_cost=_num(attrs.get("transfer_cost"), f"node {node_id!r}: field 'transfer_cost'", node=node_id, field="transfer_cost"),
+        output_bytes=_num(attrs.get("output_bytes"), f"node {node_id!r}: field 'output_bytes'", node=node_id, field="output_bytes", allow_none=True),
+        flops=_num(attrs.get("flops"), f"node {node_id!r}: field 'flops'", node=node_id, field="flops", allow_none=True),
         artificial=bool(attrs.get("artificial", False)),
         layer=None if attrs.get("layer") is None else str(attrs.get("layer")),
     )
@@ -148,12 +151,13 @@ class OpGraph:
         for raw_id, attrs in graph.nodes(data=True):
             node_id = str(raw_id)
             if node_id in records:
-                raise GraphValidationError(f"duplicate node id {node_id!r}")
+                raise GraphValidationError(f"duplicate node id {node_id!r}", node=node_id)
             records[node_id] = _normalise_node(node_id, attrs)
         for u, v, attrs in graph.edges(data=True):
             unknown = set(attrs) - set(EDGE_FIELDS)
             if unknown:
-                raise GraphValidationError(f"edge {u} -> {v}: unknown attribute(s) {sorted(unknown)}")
+                raise GraphValidationError(f"edge {u} -> {v}: unknown attribute(s) {sorted(unknown)}", edge=(u, v),
+                                           field=sorted(unknown)[0])
         self.name = name
         self.default_cluster = default_cluster
         self.notes: list[str] = list(notes)
@@ -183,16 +187,16 @@ class OpGraph:
                 raise GraphValidationError(f"node #{i}: must be an object with an 'id'")
             node_id = str(rec["id"])
             if node_id in g:
-                raise GraphValidationError(f"duplicate node id {node_id!r}")
+                raise GraphValidationError(f"duplicate node id {node_id!r}", node=node_id)
             g.add_node(node_id, **{k: v for k, v in rec.items() if k != "id"})
         for e in edges:
             u, v, attrs = (e[0], e[1], e[2] if len(e) > 2 else {})
             u, v = str(u), str(v)
             for end, label in ((u, "source"), (v, "destination")):
                 if end not in g:
-                    raise GraphValidationError(f"edge {u} -> {v}: unknown {label} node {end!r}")
+                    raise GraphValidationError(f"edge {u} -> {v}: unknown {label} node {end!r}", edge=(u, v), node=end)
             if g.has_edge(u, v):
-                raise GraphValidationError(f"edge {u} -> {v}: duplicate edge")
+                raise GraphValidationError(f"edge {u} -> {v}: duplicate edge", edge=(u, v))
             g.add_edge(u, v, **attrs)
         return cls(g, **kwargs)
 
@@ -223,7 +227,7 @@ class OpGraph:
         try:
             return self._nodes[str(node_id)]
         except KeyError:
-            raise GraphValidationError(f"unknown node {node_id!r}") from None
+            raise GraphValidationError(f"unknown node {node_id!r}", node=node_id) from None
 
     def has_node(self, node_id: str) -> bool:
         return str(node_id) in self._nodes
@@ -307,14 +311,14 @@ def validate_graph(g: nx.DiGraph) -> None:
     normalising attributes), backward -> forward edges.
     """
     for u, v in nx.selfloop_edges(g):
-        raise GraphValidationError(f"edge {u} -> {v}: self-loop")
+        raise GraphValidationError(f"edge {u} -> {v}: self-loop", edge=(u, v), node=u)
     if not nx.is_directed_acyclic_graph(g):
         cycle = nx.find_cycle(g)
         path = " -> ".join([str(u) for u, _ in cycle] + [str(cycle[0][0])])
-        raise GraphValidationError(f"graph has a cycle: {path}")
+        raise GraphValidationError(f"graph has a cycle: {path}", edge=(cycle[0][0], cycle[0][1]), node=cycle[0][0])
     for u, v in g.edges:
         if g.nodes[u].get("backward") and not g.nodes[v].get("backward"):
-            raise GraphValidationError(f"edge {u} -> {v}: goes from a backward node to a forward node")
+            raise GraphValidationError(f"edge {u} -> {v}: goes from a backward node to a forward node", edge=(u, v))
 
 
 def _add_artificial_forward_twins(g: nx.DiGraph) -> list[str]:

@@ -127,14 +127,14 @@ class RooflineSpec:
             try:
                 return base.with_(**fields)
             except DeviceError as err:
-                raise DeviceError(f"{where}: {err}") from None
+                raise err.prefixed(where) from None
         missing = [k for k in ("peak_flops", "memory_bandwidth", "link_bandwidth") if k not in data]
         if missing:
             raise DeviceError(f"{where}: missing field(s) {missing} (or give 'preset': one of {sorted(PRESETS)})")
         try:
             return cls(**fields)
         except DeviceError as err:
-            raise DeviceError(f"{where}: {err}") from None
+            raise err.prefixed(where) from None
 
 
 def _number(x: Any) -> bool:

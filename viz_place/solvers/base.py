@@ -1,19 +1,21 @@
-"""What every solver shares: options dataclasses, progress and cancel hooks, results.
+"""What every solver shares: options dataclasses, progress and cancel hooks.
 
-A solver is a function::
-
-    solve(graph, cluster, *, pins=None, options=None, progress=None, cancel=None) -> Placement
+:func:`viz_place.solvers.run_solver` takes
 
 * ``options`` — an instance of the solver's frozen options dataclass (validated
-  in ``__post_init__``), a plain dict (converted with :func:`make_options`), or ``None``.
+  in ``__post_init__``), a plain dict (converted with :func:`make_options`), or ``None``;
 * ``progress`` — called with :class:`Progress` events (fraction done, message,
-  incumbent, bound); the UI draws them.
+  incumbent, bound); the UI draws them;
 * ``cancel`` — a ``threading.Event`` or a zero-argument callable; when it fires
   the solver stops and returns its best placement so far with status
-  ``"cancelled"`` (or raises :class:`~viz_place.errors.SolverError` if it has none).
+  ``"cancelled"`` (or raises :class:`~viz_place.errors.SolverError` if it has none);
+
+and hands the solver a :class:`Hooks` wrapping the last two (the solver
+function itself is described in :mod:`viz_place.solvers.contract`).
 
 Option fields carry UI hints in ``field(metadata=...)``: ``help``, ``min``,
-``max``, ``choices``; :func:`option_specs` lists them so forms build themselves.
+``max``, ``choices`` (and ``aliases``: old spellings accepted on input);
+:func:`option_specs` lists them so forms build themselves.
 
 >>> @dataclass(frozen=True)
 ... class DemoOptions(SolverOptions):
@@ -44,13 +46,19 @@ class SolverOptions:
         for f in dataclasses.fields(self):
             meta = f.metadata
             value = getattr(self, f.name)
+            aliases = meta.get("aliases") or {}
+            if isinstance(value, str) and value in aliases:
+                value = aliases[value]
+                object.__setattr__(self, f.name, value)
             if "choices" in meta and value not in meta["choices"]:
-                raise SolverError(f"option {f.name!r}: {value!r} is not one of {list(meta['choices'])}")
+                raise SolverError(f"option {f.name!r}: {value!r} is not one of {list(meta['choices'])}", field=f.name)
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 if "min" in meta and value < meta["min"]:
-                    raise SolverError(f"option {f.name!r}: {value!r} is below the minimum {meta['min']}")
+                    raise SolverError(f"option {f.name!r}: {value!r} is below the minimum {meta['min']}",
+                                      field=f.name)
                 if "max" in meta and value > meta["max"]:
-                    raise SolverError(f"option {f.name!r}: {value!r} is above the maximum {meta['max']}")
+                    raise SolverError(f"option {f.name!r}: {value!r} is above the maximum {meta['max']}",
+                                      field=f.name)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -66,7 +74,7 @@ def make_options(cls: type, options: Any) -> Any:
         names = [f.name for f in dataclasses.fields(cls)]
         unknown = sorted(set(options) - set(names))
         if unknown:
-            raise SolverError(f"unknown option(s) {unknown} for {cls.__name__}; known: {names}")
+            raise SolverError(f"unknown option(s) {unknown} for {cls.__name__}; known: {names}", field=unknown[0])
         try:
             return cls(**dict(options))
         except TypeError as err:
@@ -129,6 +137,21 @@ class Hooks:
     def cancelled(self) -> bool:
         return bool(self._cancel())
 
+    def with_stop(self, stop: Callable[[], bool]) -> "Hooks":
+        """Hooks reporting to the same progress function that also count as cancelled when ``stop()``
+        is true (a solver's own time limit)."""
+        outer = self._cancel
+        return Hooks(self._progress, lambda: bool(outer()) or bool(stop()), min_interval=self._min_interval)
+
+    @property
+    def cancel_fn(self) -> Callable[[], bool]:
+        """The cancel hook as a zero-argument callable (to hand to a sub-solver)."""
+        return self._cancel
+
+    @property
+    def progress_fn(self) -> ProgressFn | None:
+        return self._progress
+
     def check(self) -> None:
         """Raise :class:`Cancelled` if the cancel hook fired."""
         if self._cancel():
@@ -154,17 +177,3 @@ class Stopwatch:
     @property
     def elapsed(self) -> float:
         return time.perf_counter() - self.start
-
-
-def prepare(graph, cluster, pins, options, options_cls):
-    """The public-entry checks every solver starts with: ``(options, pins, compiled problem)``.
-
-    Options are validated into ``options_cls`` (:func:`make_options`), pins by
-    :func:`viz_place.model.validate_pins`, and the problem arrays are compiled
-    (cached) by :func:`viz_place.cost.compile_problem`.
-    """
-    from ..cost import compile_problem
-    from ..model import validate_pins
-    opts = make_options(options_cls, options)
-    pins = validate_pins(graph, cluster, pins)
-    return opts, pins, compile_problem(graph, cluster)

@@ -1,8 +1,9 @@
-"""The solver registry: every solver the CLI and the explorer can offer.
+"""The solver registry: every solver the CLI and the explorer can offer, and :func:`run_solver`.
 
-Solver modules call :func:`register` at import time; :mod:`viz_place.solvers`
-imports the built-in ones. ``available`` lets a solver depend on an optional
-package (HiGHS, torch) and be listed only where it can run, as PuLP does.
+Each solver folder (``dp/``, ``milp/``, ``baselines/``, ``rl/``) calls
+:func:`register` in its ``__init__``; :mod:`viz_place.solvers` imports them.
+``available`` lets a solver depend on an optional package (HiGHS, torch) and be
+listed only where it can run, as PuLP does.
 
 >>> from viz_place.solvers import list_solvers
 >>> isinstance(list_solvers(), list)
@@ -14,26 +15,33 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..errors import SolverError
-from ..model import Cluster, OpGraph, Placement
-from .base import make_options
+from ..model import Cluster, OpGraph, Placement, canonical_objective
+from .base import Hooks, Stopwatch
+from .contract import Problem, SolverResult, build_placement, prepare
 
 
 @dataclass(frozen=True)
 class SolverInfo:
     """A registered solver.
 
-    ``objective`` is what it optimises (``"throughput"``, ``"latency"``, or
-    ``"any"`` when it follows an option); ``exact`` says whether its
-    ``"optimal"`` status is a proof.
+    ``solve(problem, options, hooks) -> SolverResult`` (see
+    :mod:`viz_place.solvers.contract`). ``objective`` is what it optimises
+    (``"max_load"``, ``"latency"``, ``"max_forward_plus_max_backward"``, or
+    ``"any"`` when it follows its ``objective`` option; ``"throughput"`` is read
+    as ``"max_load"``); ``exact`` says whether its ``"optimal"`` status is a proof.
     """
 
     name: str
-    solve: Callable[..., Placement]
+    solve: Callable[[Problem, Any, Hooks], SolverResult]
     options_cls: type
     objective: str
     description: str
     exact: bool = False
     available: Callable[[], bool] = field(default=lambda: True)
+
+    def __post_init__(self) -> None:
+        if self.objective != "any":
+            object.__setattr__(self, "objective", canonical_objective(self.objective))
 
 
 _REGISTRY: dict[str, SolverInfo] = {}
@@ -46,13 +54,22 @@ def register(info: SolverInfo) -> SolverInfo:
 
 
 def get_solver(name: str) -> SolverInfo:
+    """The registered, available solver ``name`` (else a :class:`SolverError` naming the choices)."""
     try:
         info = _REGISTRY[name]
     except KeyError:
-        raise SolverError(f"unknown solver {name!r}; available: {', '.join(sorted(_REGISTRY)) or 'none'}") from None
+        raise SolverError(f"unknown solver {name!r}; available: {', '.join(sorted(_REGISTRY)) or 'none'}",
+                          field="solver") from None
     if not info.available():
-        raise SolverError(f"solver {name!r} is not available on this machine (a required package is missing)")
+        raise SolverError(f"solver {name!r} is not available on this machine (a required package is missing)",
+                          field="solver")
     return info
+
+
+def is_available(name: str) -> bool:
+    """Whether ``name`` is registered and can run here."""
+    info = _REGISTRY.get(name)
+    return info is not None and bool(info.available())
 
 
 def list_solvers(only_available: bool = True) -> list[SolverInfo]:
@@ -62,7 +79,17 @@ def list_solvers(only_available: bool = True) -> list[SolverInfo]:
 
 def run_solver(name: str, graph: OpGraph, cluster: Cluster, *, pins=None, options: Any = None,
                progress=None, cancel=None) -> Placement:
-    """Look a solver up and run it (options validated first)."""
+    """Run solver ``name``: :func:`~.contract.prepare`, the solver, :func:`~.contract.build_placement`.
+
+    The returned placement's ``claimed_value`` is the evaluator's figure for the
+    run's objective, ``wall_time`` covers the whole run, and ``lower_bound`` /
+    ``bound_set`` are set when the solver proved a bound.
+    """
     info = get_solver(name)
-    opts = make_options(info.options_cls, options)
-    return info.solve(graph, cluster, pins=pins, options=opts, progress=progress, cancel=cancel)
+    watch = Stopwatch()
+    problem = prepare(info, graph, cluster, pins, options)
+    result = info.solve(problem, problem.options, Hooks(progress, cancel))
+    return build_placement(info, problem, result, wall_time=watch.elapsed)
+
+
+__all__ = ["SolverInfo", "register", "get_solver", "is_available", "list_solvers", "run_solver"]

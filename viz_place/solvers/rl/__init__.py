@@ -16,6 +16,7 @@ from .policy import Policy, load_policy, shipped_policy_path
 from .solver import RLOptions, solve
 from .train import TrainConfig, train_policy
 
+#: Entry point of the ``rl`` solver (the contract of :mod:`viz_place.solvers.contract`).
 register(SolverInfo(
     name="rl",
     solve=solve,

@@ -8,7 +8,7 @@ the objective at the start of the sweep so graphs of any size are comparable.
 
 Objectives (all figures from the shared evaluator):
 
-* ``"throughput"`` — max-load, from :class:`~viz_place.cost.IncrementalEvaluator`
+* ``"max_load"`` (``"throughput"`` is read as it) — max-load, from :class:`~viz_place.cost.IncrementalEvaluator`
   (a move costs O(degree)). The reward adds a small tie-break, ``shaping`` times
   the root-mean-square device load, so moves that relieve a non-bottleneck device
   are not invisible; the objective reported is the plain max-load.
@@ -36,6 +36,7 @@ import numpy as np
 
 from ...cost import CompiledProblem, IncrementalEvaluator, single_sample_latency
 from ...errors import InfeasibleError
+from ...model.objective import OBJECTIVE_ALIASES
 from .features import GROUP_DIM, group_embeddings
 
 DEVICE_NAMES = ("current", "host", "speed", "lat", "load", "new_load", "new_objective", "new_shaped",
@@ -46,7 +47,7 @@ DEV_DIM = len(DEVICE_NAMES)
 STATE_DIM = len(STATE_NAMES)
 #: width of one policy input row.
 IN_DIM = GROUP_DIM + STATE_DIM + DEV_DIM
-OBJECTIVES = ("throughput", "latency")
+OBJECTIVES = ("max_load", "latency")
 _TOL = 1e-9
 
 
@@ -58,7 +59,8 @@ class PlacementEnv:
     """
 
     def __init__(self, prob: CompiledProblem, pins: Mapping[int, int] | None = None, *,
-                 objective: str = "throughput", shaping: float = 0.1) -> None:
+                 objective: str = "max_load", shaping: float = 0.1) -> None:
+        objective = OBJECTIVE_ALIASES.get(objective, objective)
         if objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
         self.prob = prob
@@ -241,7 +243,7 @@ def topo_fill(env: PlacementEnv, *, balance: bool | None = None) -> list[int]:
     fill = [d for d in order if prob.pays[d]] or order
     work = np.where(env.allowed, env.glat, np.inf).min(axis=1) if len(env.members) else np.zeros(0)
     if balance is None:
-        balance = env.objective_name == "throughput"
+        balance = env.objective_name == "max_load"
     target = work.sum() / max(len(fill), 1) if balance else math.inf
     G = len(env.members)
     for g in range(G):   # pinned groups first: they take their memory

@@ -14,16 +14,17 @@ sweep by sweep:
   sweeps also update a copy of the policy by REINFORCE on this graph, so later
   rounds use the fine-tuned policy.
 
-The best placement visited is returned; its ``claimed_value`` is recomputed by
-:func:`viz_place.cost.evaluate_indices` (the single source of truth). Its
+The best placement visited is returned; its ``claimed_value`` is computed by
+:func:`viz_place.solvers.run_solver` with the evaluator (the single source of truth). Its
 ``options["stats"]`` records the objective of the start, after the first (zero-shot)
 sweep, after the greedy sweeps and of the result, the number of sweeps and of evaluations (candidate placements tried).
 
 >>> from viz_place.samples import make_graph
+>>> from viz_place.solvers import run_solver
 >>> g = make_graph("residual", 30, seed=3)
->>> p = solve(g, g.default_cluster, options=RLOptions(mode="greedy"))
->>> p.solver, p.status
-('rl', 'heuristic')
+>>> p = run_solver("rl", g, g.default_cluster, options=RLOptions(mode="greedy"))
+>>> p.solver, p.status, p.objective
+('rl', 'heuristic', 'max_load')
 """
 from __future__ import annotations
 
@@ -31,10 +32,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...cost import compile_problem, evaluate_indices
 from ...errors import SolverError
-from ...model import Cluster, OpGraph, Placement, validate_pins
-from ..base import Hooks, SolverOptions, Stopwatch, make_options
+from ...model.objective import OBJECTIVE_ALIASES
+from ..base import Hooks, SolverOptions, Stopwatch
+from ..contract import Problem, SolverResult
 from .env import PlacementEnv
 from .policy import load_policy
 from .rollout import sweep
@@ -50,8 +51,9 @@ class RLOptions(SolverOptions):
     mode: str = field(default="finetune", metadata={"help": "greedy: zero-shot sweep(s); sample: best of sampled "
                                                     "sweeps; finetune: REINFORCE on this graph",
                                                     "choices": ("greedy", "sample", "finetune")})
-    objective: str = field(default="throughput", metadata={"help": "what to minimise",
-                                                           "choices": ("throughput", "latency")})
+    objective: str = field(default="max_load", metadata={"help": "what to minimise: max_load (throughput) or "
+                                                         "latency", "choices": ("max_load", "latency"),
+                                                         "aliases": OBJECTIVE_ALIASES})
     time_limit: float = field(default=10.0, metadata={"help": "seconds of search after the greedy sweeps", "min": 0.0})
     sweeps: int = field(default=1, metadata={"help": "greedy sweeps in greedy mode", "min": 1, "max": 1000})
     samples: int = field(default=0, metadata={"help": "max sampled sweeps (0 = until the time limit)", "min": 0})
@@ -73,15 +75,7 @@ class RLOptions(SolverOptions):
     def __post_init__(self) -> None:
         super().__post_init__()
         if not isinstance(self.policy, str):
-            raise SolverError(f"option 'policy': expected a file path, got {self.policy!r}")
-
-
-def _dev_to_placement(prob, dev, opts: RLOptions, pins, wall: float, status: str, msg: str,
-                      stats: dict) -> Placement:
-    ev = evaluate_indices(prob, np.asarray(dev), pins=pins)
-    value = ev.value(opts.objective)
-    return Placement(prob.to_assignment(dev), solver="rl", status=status, objective=opts.objective,
-                     claimed_value=value, options={**opts.to_dict(), "stats": stats}, wall_time=wall, message=msg)
+            raise SolverError(f"option 'policy': expected a file path, got {self.policy!r}", field="policy")
 
 
 def _progressed(res) -> bool:
@@ -89,14 +83,11 @@ def _progressed(res) -> bool:
     return res.best < res.start * (1 - 1e-12) or res.shaped_end < res.shaped_start * (1 - 1e-12)
 
 
-def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress=None, cancel=None) -> Placement:
-    """Place ``graph`` on ``cluster`` with a learned policy (see the module docstring)."""
-    opts = make_options(RLOptions, options)
-    pins = validate_pins(graph, cluster, pins)
-    hooks = Hooks(progress, cancel)
+def solve(problem: Problem, opts: RLOptions, hooks: Hooks) -> SolverResult:
+    """Place the graph with a learned policy (see the module docstring)."""
+    graph, cluster, pins, prob = problem.graph, problem.cluster, problem.pins, problem.compiled
     watch = Stopwatch()
     policy = load_policy(opts.policy)
-    prob = compile_problem(graph, cluster)
     pin_idx = {graph.index[n]: cluster.device_index(d) for n, d in pins.items()}
     env = PlacementEnv(prob, pin_idx, objective=opts.objective, shaping=opts.shaping)
     rng = np.random.default_rng([opts.seed, 7])
@@ -195,5 +186,5 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
            f"{sweeps_done} sweeps and {env.evaluations} evaluations")
     stats = {"start": first_val, "zero_shot": zero_shot, "greedy": greedy_val, "best": best_val, "sweeps": sweeps_done,
              "evaluations": env.evaluations}
-    return _dev_to_placement(prob, best_dev, opts, pins, watch.elapsed, "cancelled" if cancelled else "heuristic",
-                             msg, stats)
+    return SolverResult(np.asarray(best_dev, dtype=np.int64), status="cancelled" if cancelled else "heuristic",
+                        message=msg, stats=stats)

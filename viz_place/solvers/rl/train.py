@@ -27,6 +27,7 @@ import numpy as np
 from ...cost import compile_problem
 from ...errors import SolverError
 from ...model import Cluster
+from ...model.objective import OBJECTIVE_ALIASES
 from ...samples import FAMILIES, make_graph
 from ..base import Hooks
 from .env import PlacementEnv
@@ -57,7 +58,7 @@ class TrainConfig:
     clip: float = 1.0
     baseline_decay: float = 0.8
     hidden: tuple[int, ...] = (32, 32)
-    objective: str = "throughput"
+    objective: str = "max_load"
     shaping: float = 0.1
     seed: int = 0
     minutes: float | None = None
@@ -82,8 +83,10 @@ class TrainConfig:
                 raise SolverError(f"train: {name} must be a finite number >= 0, got {v!r}")
         if self.minutes is not None and not (self.minutes > 0):
             raise SolverError(f"train: minutes must be > 0, got {self.minutes!r}")
-        if self.objective not in ("throughput", "latency"):
-            raise SolverError(f"train: objective must be 'throughput' or 'latency', got {self.objective!r}")
+        object.__setattr__(self, "objective", OBJECTIVE_ALIASES.get(self.objective, self.objective))
+        if self.objective not in ("max_load", "latency"):
+            raise SolverError(f"train: objective must be 'max_load' or 'latency', got {self.objective!r}",
+                              field="objective")
 
 
 def graph_pool(cfg: TrainConfig) -> list[tuple[Any, Cluster]]:

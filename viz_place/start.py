@@ -1,5 +1,8 @@
 """The placement the explorer starts from before any solver has run.
 
+It runs a solver, so it sits above :mod:`viz_place.solvers` (rendering stays
+pure: :mod:`viz_place.render` draws placements and never makes one).
+
 So that the first view already shows a split across the devices, the start is
 the ``topo-fill`` baseline (accelerators filled in topological order, each up
 to an equal share of the compute, memory and pins respected) when that solver
@@ -19,24 +22,27 @@ point to look at, marked ``solver="start"``, not a solver result.
 """
 from __future__ import annotations
 
-from ..errors import VizPlaceError
-from ..model import Cluster, OpGraph, Placement
-from ..solvers import list_solvers, run_solver
+from .errors import VizPlaceError
+from .model import Cluster, OpGraph, Placement
+from .solvers import is_available, run_solver
 
 START_SOLVER = "topo-fill"
 
 
 def starting_placement(graph: OpGraph, cluster: Cluster, pins=None) -> Placement:
     """A quick, complete placement honouring ``pins`` (status ``"manual"``, solver ``"start"``)."""
-    if any(s.name == START_SOLVER for s in list_solvers()):
+    why = f"solver {START_SOLVER} is not available"
+    if is_available(START_SOLVER):
         try:
             p = run_solver(START_SOLVER, graph, cluster, pins=pins)
-        except VizPlaceError:
-            p = None
+        except VizPlaceError as err:
+            p, why = None, f"{START_SOLVER} found no placement ({err})"
         if p is not None:
             return Placement(p.assignment, solver="start", status="manual",
                              message=f"start: the {START_SOLVER} baseline")
-    return fallback_placement(graph, cluster, pins)
+    fallback = fallback_placement(graph, cluster, pins)
+    return Placement(fallback.assignment, solver="start", status="manual",
+                     message=f"start: every group on the first device that can hold it ({why})")
 
 
 def fallback_placement(graph: OpGraph, cluster: Cluster, pins=None) -> Placement:

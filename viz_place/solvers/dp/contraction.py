@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 import networkx as nx
 import numpy as np
 
-from ..cost import compile_problem
-from ..model import Cluster, OpGraph
+from ...cost import compile_problem
+from ...model import Cluster, OpGraph
 
 
 @dataclass(frozen=True)

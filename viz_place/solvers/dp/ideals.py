@@ -20,7 +20,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import SolverError
+from ...errors import SolverError
 
 
 class TooManyIdeals(SolverError):

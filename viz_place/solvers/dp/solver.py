@@ -3,30 +3,34 @@
 Tarnawski et al. (NeurIPS 2020), generalised to any number of device classes
 (counts, speeds, memory, communication rules) and to pins:
 
-1. :func:`~viz_place.solvers.preprocess.contract` turns the graph into a DAG of
+1. :func:`~viz_place.solvers.dp.contraction.contract` turns the graph into a DAG of
    supernodes (colour classes with their backward twins, fused cycles, merged
    zero-cost leaves; optionally whole layers or a linear order).
-2. :func:`~viz_place.solvers.ideals.enumerate_ideals` lists its ideals.
-3. :mod:`~viz_place.solvers.dp_core` runs the recursion over (ideal, devices
+2. :func:`~viz_place.solvers.dp.ideals.enumerate_ideals` lists its ideals.
+3. :mod:`~viz_place.solvers.dp.recursion` runs the recursion over (ideal, devices
    used per class). A pinned device instance is its own class of count 1; a
    set holding a node pinned elsewhere is never put on a device.
 4. Thresholds: a quick pass over the prefixes of a few topological orders,
-   improved by a local search (:mod:`~viz_place.solvers.dp_heuristic`), gives a
+   improved by a local search (:mod:`~viz_place.solvers.dp.upper_bound`), gives a
    placement and an upper bound ``UB``; the exact pass then skips every
    set costing more than ``UB`` and every state whose devices cannot hold the
    rest of the graph within ``UB``. Without an upper bound (no prefix split
    fits), passes run with a growing threshold from a lower bound; the first
    pass that finds a chain has found the optimum.
 
-The claimed value is ``evaluate(...)``'s max-load of the returned placement.
+The claimed value is ``evaluate(...)``'s max-load of the returned placement
+(the DP's own value must agree, else :class:`~viz_place.errors.InternalError`).
+When optimal, that value is also a proven lower bound over pipeline splits
+(``bound_set="pipeline"``); a coarsened or interrupted run proves no bound.
 
 >>> from viz_place.model import OpGraph, Cluster
+>>> from viz_place.solvers import run_solver
 >>> g = OpGraph.from_records([
 ...     {"id": "a", "latency": {"cpu": 4.0, "fpga": 2.0}, "transfer_cost": 0.5},
 ...     {"id": "b", "latency": {"cpu": 4.0, "fpga": 2.0}}], [("a", "b")])
->>> p = solve(g, Cluster.paper(2, 1, None))
->>> p.claimed_value, p.status
-(2.5, 'optimal')
+>>> p = run_solver("dp", g, Cluster.paper(2, 1, None))
+>>> p.claimed_value, p.status, p.lower_bound, p.bound_set
+(2.5, 'optimal', 2.5, 'pipeline')
 """
 from __future__ import annotations
 
@@ -35,15 +39,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..cost import compile_problem, evaluate
-from ..errors import Cancelled, InfeasibleError, SolverError
-from ..model import Cluster, OpGraph, Placement, validate_pins
-from . import dp_core
-from .base import Hooks, SolverOptions, Stopwatch, make_options
-from .dp_heuristic import upper_bound
+from ...errors import Cancelled, InfeasibleError, InternalError, SolverError
+from ...model import Cluster, OpGraph
+from ..base import Hooks, SolverOptions, Stopwatch
+from ..contract import Problem, SolverResult
+from . import recursion
+from .contraction import Contracted, contract
 from .ideals import TooManyIdeals, enumerate_ideals
-from .preprocess import Contracted, contract
-from .registry import SolverInfo, register
+from .upper_bound import upper_bound
+
+#: The set of placements the DP's optimum is a lower bound for.
+BOUND_SET = "pipeline"
 
 
 @dataclass(frozen=True)
@@ -179,7 +185,7 @@ def _supernode_tables(graph, prob, ct: Contracted, classes: list[_Class], pin_of
     return lat, size, forbid
 
 
-def _placement_from_chain(prob, ct: Contracted, tables: dp_core.Tables, classes, chain) -> dict[str, str]:
+def _placement_from_chain(prob, ct: Contracted, tables: recursion.Tables, classes, chain) -> dict[str, str]:
     used = [0] * len(classes)
     assignment: dict[str, str] = {}
     for c, j, i in reversed(chain):
@@ -193,20 +199,17 @@ def _placement_from_chain(prob, ct: Contracted, tables: dp_core.Tables, classes,
     return assignment
 
 
-def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress=None, cancel=None) -> Placement:
+def solve(problem: Problem, opts: DPOptions, user_hooks: Hooks) -> SolverResult:
     """Optimal contiguous placement for max-load (see the module docstring)."""
-    opts = make_options(DPOptions, options)
-    pins = validate_pins(graph, cluster, pins)
+    graph, cluster, pins, prob = problem.graph, problem.cluster, problem.pins, problem.compiled
     watch = Stopwatch()
-    user_cancel = Hooks(None, cancel)
     timed_out = [False]
 
-    def stop() -> bool:
+    def out_of_time() -> bool:
         if opts.time_limit > 0 and watch.elapsed > opts.time_limit:
             timed_out[0] = True
-        return timed_out[0] or user_cancel.cancelled
-    hooks = Hooks(progress, stop)
-    prob = compile_problem(graph, cluster)
+        return timed_out[0]
+    hooks = user_hooks.with_stop(out_of_time)
     stats = DPStats()
     hooks.report(0.0, "contracting colour classes", force=True)
     ct = contract(graph, cluster, pins=pins, contract_layers=opts.contract_layers, linearize=opts.linearize,
@@ -245,20 +248,17 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
     stats.upper_bound = ub.value
     incumbent = _placement_from_chain(prob, ct, ub.tables, classes, ub.chain) if ub.chain else None
 
-    def finish(assignment, status, message):
-        ev = evaluate(graph, cluster, assignment, pins=pins)
-        if ev.violations:
-            raise SolverError(f"dp: internal error, the placement found violates: {'; '.join(ev.violations)}")
-        return Placement(assignment, solver="dp", status=status, objective="throughput",
-                         claimed_value=ev.max_load, options={**opts.to_dict(), "stats": stats.__dict__},
-                         wall_time=watch.elapsed, message=message)
+    def finish(assignment, status, message, value=None):
+        bound = value if status == "optimal" else None
+        return SolverResult(assignment, status=status, message=message, stats=stats.__dict__,
+                            expected_value=value, lower_bound=bound, bound_set=BOUND_SET if bound is not None else None)
 
     try:
         if ub.cancelled or ids is None:
             raise Cancelled()
         hooks.check()
         hooks.report(0.1, f"{ids.count:,} ideals; building tables", force=True)
-        tables = dp_core.Tables.build(ids, **common)
+        tables = recursion.Tables.build(ids, **common)
         result = _threshold_passes(tables, lat, classes, ub.value, opts, stats, hooks)
     except Cancelled:
         if incumbent is None:
@@ -276,12 +276,8 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
         (opts.contract_layers, "layers kept together"), (opts.linearize, "split along one topological order"),
         (ct.unsafe_merges, f"{ct.unsafe_merges} zero-cost leaves with memory merged into their neighbour")) if flag]
     message = f"optimal among placements of the coarsened graph ({'; '.join(coarsened)})" if coarsened else ""
-    placement = finish(assignment, "feasible" if coarsened else "optimal", message)
-    if not math.isclose(placement.claimed_value, result.value, rel_tol=1e-6, abs_tol=1e-9):
-        raise SolverError(f"dp: internal error, DP value {result.value!r} but the evaluator says "
-                          f"{placement.claimed_value!r}")
-    hooks.report(1.0, f"optimum {placement.claimed_value:.6g}", force=True)
-    return placement
+    hooks.report(1.0, f"optimum {result.value:.6g}", force=True)
+    return finish(assignment, "feasible" if coarsened else "optimal", message, value=float(result.value))
 
 
 def _check_memory(states: int, ideals: int, opts: DPOptions) -> None:
@@ -336,15 +332,10 @@ def _threshold_passes(tables, lat, classes, ub: float, opts: DPOptions, stats: D
         def check(frac, message=message, lo_f=lo_f, hi_f=hi_f, inc=inc):
             hooks.check()
             hooks.report(0.1 + 0.89 * (lo_f + (hi_f - lo_f) * frac), message, incumbent=inc)
-        res = dp_core.run(tables, T, check=check)
+        res = recursion.run(tables, T, check=check)
         stats.pairs += res.pairs
         if math.isfinite(res.value) or T == math.inf or T == ub:
             if not math.isfinite(res.value) and T == ub and math.isfinite(ub):
-                raise SolverError("dp: internal error, the pass at the upper bound found no chain")
+                raise InternalError("dp: the pass at the upper bound found no chain")
             return res
         T = T * opts.growth
-
-
-register(SolverInfo(
-    name="dp", solve=solve, options_cls=DPOptions, objective="throughput", exact=True,
-    description="exact dynamic program over ideals: optimal contiguous split for max-load (Tarnawski et al. 2020)"))

@@ -13,23 +13,25 @@ on a device of class ``c`` (compute + the transfers in and out of the block,
 times the link factor, for classes that pay communication). Blocks respect
 memory, unsupported ops and pins. Time O(G^2 x states x classes) for G groups.
 
+>>> from viz_place.solvers import run_solver
 >>> from viz_place.testing import random_instance
 >>> inst = random_instance(3)
->>> solve_pipedream(inst.graph, inst.cluster, pins=inst.pins).solver
+>>> run_solver("pipedream", inst.graph, inst.cluster, pins=inst.pins).solver
 'pipedream'
 """
 from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InfeasibleError, SolverError
-from ..model import Cluster, OpGraph, Placement
-from .base import Hooks, SolverOptions, Stopwatch, prepare
-from .registry import SolverInfo, register
+from ...cost import evaluate_indices
+from ...errors import InfeasibleError, SolverError
+from ..base import Hooks, SolverOptions
+from ..contract import Problem, SolverResult
+from .fills import topo_fill
 
 
 @dataclass(frozen=True)
@@ -50,12 +52,9 @@ def _classes(prob, pins):
     return out
 
 
-def solve_pipedream(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress=None,
-                    cancel=None) -> Placement:
+def solve_pipedream(problem: Problem, opts: PipeDreamOptions, hooks: Hooks) -> SolverResult:
     """Optimal split of the linearised graph into consecutive blocks, one per device."""
-    watch = Stopwatch()
-    opts, pins, prob = prepare(graph, cluster, pins, options, PipeDreamOptions)
-    hooks = Hooks(progress, cancel)
+    prob, pins, graph = problem.compiled, problem.pins, problem.graph
     groups = prob.groups
     G, n = len(groups), prob.n
     index = graph.index
@@ -157,9 +156,8 @@ def solve_pipedream(graph: OpGraph, cluster: Cluster, *, pins=None, options=None
         return best, back
 
     # prune with the max-load of topo-fill (a quick bound); if the chain cannot reach it, solve without
-    from .baselines import solve_topo_fill
     try:
-        ub = solve_topo_fill(graph, cluster, pins=pins).claimed_value * (1 + 1e-9)
+        ub = evaluate_indices(prob, topo_fill(prob, pins), pins=pins).max_load * (1 + 1e-9)
     except InfeasibleError:
         ub = INF
     best, back = chain_dp(ub)
@@ -182,10 +180,4 @@ def solve_pipedream(graph: OpGraph, cluster: Cluster, *, pins=None, options=None
         used[c] += 1
         for g in range(i, j):
             dev[list(groups[g])] = d
-    from .baselines import result
-    return result(prob, dev, solver="pipedream", objective="max_load", options=asdict(opts), wall=watch.elapsed,
-                  pins=pins, message=f"{len(blocks)} block(s) along a topological order of {G} groups")
-
-
-register(SolverInfo("pipedream", solve_pipedream, PipeDreamOptions, "throughput",
-                    "PipeDream-style: linearise, then the optimal split of the chain over the devices"))
+    return SolverResult(dev, message=f"{len(blocks)} block(s) along a topological order of {G} groups")

@@ -24,28 +24,39 @@ for ``q > 1`` the evaluator re-derives the pieces of each device (by re-entry
 level, then connected components) and its value is the one reported — the
 message says when it differs from the model's.
 
+The MILP's bound is reported for ``q = 1`` (where the model's value is the
+evaluator's latency) and holds for the placements whose accelerators each run
+one convex piece, so for every per-device convex placement
+(``bound_set="convex"``); for ``q > 1`` no bound is reported.
+
+>>> from viz_place.solvers import run_solver
 >>> from viz_place.testing import random_instance
 >>> inst = random_instance(3)
->>> p = solve(inst.graph, inst.cluster, pins=inst.pins, options={"backend": "highs", "time_limit": 10})
->>> p.objective, p.status
-('latency', 'optimal')
+>>> p = run_solver("latency-ilp", inst.graph, inst.cluster, pins=inst.pins,
+...                options={"backend": "highs", "time_limit": 10})
+>>> p.objective, p.status, p.bound_set
+('latency', 'optimal', 'convex')
 """
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pulp
 
-from ..cost import evaluate_indices, pieces_of
-from ..errors import InfeasibleError, SolverError
-from ..model import Cluster, OpGraph, Placement
-from ._ilp_common import (add_symmetry_breaking, allowed_devices, best_warm_start, better_elsewhere_note, canonical, finish,
-                          interchangeable_sets, memory_diagnosis, nonconvex_devices)
-from .base import Hooks, Stopwatch, prepare
-from .milp import MilpOptions, solve_milp
-from .registry import SolverInfo, register
+from ...cost import evaluate_indices, pieces_of
+from ...errors import InfeasibleError, SolverError
+from ..base import Hooks, Stopwatch
+from ..contract import Problem, SolverResult
+from ..groups import allowed_devices, nonconvex_devices
+from .backends import MilpOptions, solve_milp
+from .result import memory_diagnosis, milp_result
+from .symmetry import add_symmetry_breaking, canonical, interchangeable_sets
+from .warm_start import best_warm_start, better_elsewhere_note, warm_start_note
+
+#: The set the bound of the one-piece model (q = 1) holds for; larger q: no bound is reported.
+BOUND_SET_ONE_PIECE = "convex"
 
 WARM_SOLVERS = ("greedy-latency", "single-device", "topo-fill", "pipedream", "dp")
 
@@ -192,15 +203,14 @@ def build_model(prob, allowed, q: int, sym_sets, big_m: float):
     return lp, x, X
 
 
-def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress=None, cancel=None) -> Placement:
+def solve(problem: Problem, opts: LatencyIlpOptions, hooks: Hooks) -> SolverResult:
     """Minimise single-sample latency with the paper's latency MILP.
 
-    Statuses as for :func:`viz_place.solvers.ilp_throughput.solve`; the claimed
+    Statuses as for :func:`viz_place.solvers.milp.max_load.solve`; the claimed
     value is always ``evaluate(...).latency`` of the placement returned.
     """
     watch = Stopwatch()
-    opts, pins, prob = prepare(graph, cluster, pins, options, LatencyIlpOptions)
-    hooks = Hooks(progress, cancel)
+    prob, pins = problem.compiled, problem.pins
     q = opts.max_pieces_per_accelerator
     devices = prob.cluster.devices
 
@@ -220,24 +230,26 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
 
     warm = None
     rejected: list = []
+    failures: list = []
     if opts.warm_start:
         hooks.report(0.0, "warm start: greedy-latency and other baselines", force=True)
-        warm = best_warm_start(prob, pins, "latency", WARM_SOLVERS, accept=convex_ok,
+        warm = best_warm_start(problem, WARM_SOLVERS, accept=convex_ok,
                                cancel=lambda: hooks.cancelled, budget=max(1.0, opts.time_limit / 4),
                                options={"single-device": {"objective": "latency"},
-                                        "dp": {"time_limit": max(1.0, opts.time_limit / 4)}}, rejected=rejected)
+                                        "dp": {"time_limit": max(1.0, opts.time_limit / 4)}}, rejected=rejected,
+                               failures=failures)
     if q > 1:   # the contiguous optimum first: a warm start and a fallback the evaluator always schedules
         hooks.report(0.0, "solving the contiguous model (q = 1) first", force=True)
+        one = replace(opts, max_pieces_per_accelerator=1, time_limit=max(0.1, opts.time_limit / 3))
         try:
-            p1 = solve(graph, cluster, pins=pins, options=replace(opts, max_pieces_per_accelerator=1,
-                                                                  time_limit=max(0.1, opts.time_limit / 3)),
-                       progress=progress, cancel=cancel)
-        except SolverError:
-            p1 = None
-        if p1 is not None:
-            dev1 = prob.to_index_array(p1)
-            if warm is None or p1.claimed_value <= evaluate_indices(prob, warm[0]).latency:
-                warm = (dev1, f"latency-ilp with one piece per accelerator ({p1.status})")
+            r1 = solve(replace(problem, options=one), one, hooks)
+        except SolverError as err:
+            r1 = None
+            failures.append(f"latency-ilp with one piece per accelerator: {err}")
+        if r1 is not None:
+            dev1 = np.asarray(r1.assignment, dtype=np.int64)
+            if warm is None or problem.value(dev1) <= evaluate_indices(prob, warm[0]).latency:
+                warm = (dev1, f"latency-ilp with one piece per accelerator ({r1.status})")
     if warm is not None:
         warm = (_normalise_hosts(prob, warm[0], usable, pins), warm[1])
         warm = (canonical(prob, warm[0], sym_sets), warm[1])
@@ -278,19 +290,21 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
             return "its pieces wait on each other (no schedule under the latency model)"
         return None
 
-    p = finish(prob, solver="latency-ilp", objective="latency", options=asdict(opts), pins=pins, res=res,
-               ilp_dev=ilp_dev, warm=warm, wall=watch.elapsed, extra_ok=check,
-               model_note="optimal means: over placements where each accelerator runs one contiguous piece"
-               if q == 1 else f"model: at most {q} contiguous pieces per accelerator, run in sequence")
-    p = better_elsewhere_note(p, rejected, "try a larger max_pieces_per_accelerator")
+    result, value = milp_result(
+        problem, solver="latency-ilp", res=res, ilp_dev=ilp_dev, warm=warm,
+        bound_set=BOUND_SET_ONE_PIECE if q == 1 else None, extra_ok=check,
+        model_note="optimal means: over placements where each accelerator runs one contiguous piece"
+        if q == 1 else f"model: at most {q} contiguous pieces per accelerator, run in sequence")
+    notes = [better_elsewhere_note(value, rejected, "try a larger max_pieces_per_accelerator"),
+             warm_start_note(failures)]
     if q > 1 and res.has_solution and res.objective is not None and \
-            not math.isclose(res.objective, p.claimed_value, rel_tol=1e-6, abs_tol=1e-6):
-        note = (f"the integer program's own value {res.objective:.6g} (up to {q} sequential pieces per "
-                f"accelerator) differs from the evaluator's latency {p.claimed_value:.6g} of this placement "
-                "(the evaluator cuts a device's set into pieces by re-entry level and connected components)")
-        p = replace(p, status="cancelled" if p.status == "cancelled" else "feasible",
-                    message="; ".join(filter(None, [p.message, note])))
-    return p
+            not math.isclose(res.objective, value, rel_tol=1e-6, abs_tol=1e-6):
+        notes.append(f"the integer program's own value {res.objective:.6g} (up to {q} sequential pieces per "
+                     f"accelerator) differs from the evaluator's latency {value:.6g} of this placement "
+                     "(the evaluator cuts a device's set into pieces by re-entry level and connected components)")
+        result.status = "cancelled" if result.status == "cancelled" else "feasible"
+    result.message = "; ".join(filter(None, [result.message, *notes]))
+    return result
 
 
 def _normalise_hosts(prob, dev, usable, pins) -> np.ndarray:
@@ -305,8 +319,3 @@ def _normalise_hosts(prob, dev, usable, pins) -> np.ndarray:
         if not usable(d) and not any(v in pinned for v in g):
             dev[list(g)] = first_of_class[prob.cluster.devices[d].cls.name]
     return dev
-
-
-register(SolverInfo("latency-ilp", solve, LatencyIlpOptions, "latency",
-                    "integer program for single-sample latency (contiguous, or up to q pieces per accelerator)",
-                    exact=True))

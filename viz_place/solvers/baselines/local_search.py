@@ -9,26 +9,27 @@ memory. The evaluation is incremental
 (:class:`viz_place.cost.IncrementalEvaluator`, O(degree + devices) per node
 moved). Seeded: the same seed gives the same placement.
 
+>>> from viz_place.solvers import run_solver
 >>> from viz_place.testing import random_instance
 >>> inst = random_instance(3)
->>> a = solve_local_search(inst.graph, inst.cluster, pins=inst.pins, options={"seed": 1})
->>> b = solve_local_search(inst.graph, inst.cluster, pins=inst.pins, options={"seed": 1})
+>>> a = run_solver("local-search", inst.graph, inst.cluster, pins=inst.pins, options={"seed": 1})
+>>> b = run_solver("local-search", inst.graph, inst.cluster, pins=inst.pins, options={"seed": 1})
 >>> dict(a.assignment) == dict(b.assignment)
 True
 """
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..cost import IncrementalEvaluator
-from ..errors import InfeasibleError, SolverError
-from ..model import Cluster, OpGraph, Placement
-from ._ilp_common import allowed_devices, group_label
-from .base import Hooks, SolverOptions, Stopwatch, prepare
-from .registry import SolverInfo, register
+from ...cost import IncrementalEvaluator
+from ...errors import InfeasibleError, SolverError
+from ..base import Hooks, SolverOptions
+from ..contract import Problem, SolverResult
+from ..groups import allowed_devices, group_label
+from .fills import topo_fill
 
 
 @dataclass(frozen=True)
@@ -115,12 +116,9 @@ class _Search:
         return np.array(inc.dev), cur, False
 
 
-def solve_local_search(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress=None,
-                       cancel=None) -> Placement:
+def solve_local_search(problem: Problem, opts: LocalSearchOptions, hooks: Hooks) -> SolverResult:
     """Best of ``restarts`` hill climbs on max-load (see the module docstring)."""
-    watch = Stopwatch()
-    opts, pins, prob = prepare(graph, cluster, pins, options, LocalSearchOptions)
-    hooks = Hooks(progress, cancel)
+    prob, pins, graph = problem.compiled, problem.pins, problem.graph
     allowed = allowed_devices(prob, pins)
     index = graph.index
     pinned = {int(prob.group[index[v]]): prob.cluster.device_index(d) for v, d in pins.items()}
@@ -132,9 +130,8 @@ def solve_local_search(graph: OpGraph, cluster: Cluster, *, pins=None, options=N
     for r in range(opts.restarts):
         start = None
         if r == 0:
-            from .baselines import solve_topo_fill
             try:
-                start = prob.to_index_array(solve_topo_fill(graph, cluster, pins=pins))
+                start = topo_fill(prob, pins)
             except InfeasibleError:
                 start = None
         if start is None:
@@ -156,12 +153,6 @@ def solve_local_search(graph: OpGraph, cluster: Cluster, *, pins=None, options=N
             raise SolverError("local-search: cancelled before any placement was found")
         raise InfeasibleError("local-search: found no placement that fits the memory of the devices "
                               f"(random first-fit failed; e.g. {group_label(prob, 0)} and the rest)")
-    from .baselines import result
     status = "cancelled" if hooks.cancelled else "heuristic"
     msg = f"{r + 1} start(s)" + ("; stopped by the time limit" if stopped and not hooks.cancelled else "")
-    return result(prob, best[1], solver="local-search", objective="max_load", options=asdict(opts),
-                  wall=watch.elapsed, status=status, message=msg, pins=pins)
-
-
-register(SolverInfo("local-search", solve_local_search, LocalSearchOptions, "throughput",
-                    "hill climbing on max-load with group moves from random starts (seeded)"))
+    return SolverResult(best[1], status=status, message=msg)

@@ -40,8 +40,8 @@ from typing import Mapping
 import numpy as np
 import pulp
 
-from ..errors import SolverError
-from .base import Hooks, SolverOptions
+from ...errors import SolverError
+from ..base import Hooks, SolverOptions
 
 #: Back-end names accepted by :func:`solve_milp` (``"auto"`` = HiGHS if installed, else CBC).
 BACKENDS = ("cbc", "highs", "auto")

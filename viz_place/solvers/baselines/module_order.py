@@ -28,27 +28,27 @@ cannot run goes to a host device; pins are kept. The claimed value is the
 evaluator's max-load.
 
 >>> from viz_place.model import OpGraph, Cluster, DeviceClass
+>>> from viz_place.solvers import run_solver
 >>> recs = [{"id": "emb", "layer": "/wte", "size": 4.0, "latency": {"gpu": 1.0}}]
 >>> recs += [{"id": f"b{i}", "layer": f"/h/{i}", "size": 2.0, "latency": {"gpu": 1.0}} for i in range(4)]
 >>> g = OpGraph.from_records(recs, [("emb", "b0")] + [(f"b{i}", f"b{i + 1}") for i in range(3)])
 >>> c = Cluster([DeviceClass("gpu", "gpu", count=2)])
->>> sorted(solve_uniform_layers(g, c).assignment.items())
+>>> sorted(run_solver("uniform-layers", g, c).assignment.items())
 [('b0', 'gpu:0'), ('b1', 'gpu:0'), ('b2', 'gpu:1'), ('b3', 'gpu:1'), ('emb', 'gpu:0')]
->>> sorted(solve_balanced_memory(g, c).assignment.items())
+>>> sorted(run_solver("balanced-memory", g, c).assignment.items())
 [('b0', 'gpu:0'), ('b1', 'gpu:1'), ('b2', 'gpu:1'), ('b3', 'gpu:1'), ('emb', 'gpu:0')]
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import InfeasibleError, SolverError
-from ..model import Cluster, OpGraph, Placement
-from ..model.modules import is_within, layer_to_path, repeated_blocks, require_module_paths
-from .base import SolverOptions, Stopwatch, prepare
-from .baselines import pinned_groups, result
-from .registry import SolverInfo, register
+from ...errors import InfeasibleError, SolverError
+from ...model.modules import is_within, layer_to_path, repeated_blocks, require_module_paths
+from ..base import Hooks, SolverOptions
+from ..contract import Problem, SolverResult
+from ..groups import pinned_groups
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,7 @@ def _block_of(paths: list[str], blocks: tuple[str, ...]) -> list[int | None]:
     return out
 
 
-def _finish(prob, stage_of_group: list[int], devices: list[int], pins, opts, name: str, watch) -> Placement:
+def _finish(prob, stage_of_group: list[int], devices: list[int], pins, name: str) -> SolverResult:
     pinned = pinned_groups(prob, pins)
     dev = np.empty(prob.n, dtype=np.int64)
     used = np.zeros(prob.num_devices)
@@ -141,16 +141,15 @@ def _finish(prob, stage_of_group: list[int], devices: list[int], pins, opts, nam
         d = over[0]
         raise InfeasibleError(f"{name}: device {prob.device_names[d]} would hold {used[d]:.4g} bytes, more than its "
                               f"memory {prob.capacity[d]:.4g}; use more stages or devices with more memory")
-    return result(prob, dev, solver=name, objective="max_load", options=asdict(opts), wall=watch.elapsed,
-                  pins=pins)
+    used_stages = len({stage_of_group[g] for g in range(len(prob.groups))})
+    return SolverResult(dev, status="heuristic", message=f"{used_stages} stage(s) along the module order",
+                        stats={"stages": len(devices), "stages_used": used_stages})
 
 
-def solve_uniform_layers(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress=None,
-                         cancel=None) -> Placement:
+def solve_uniform_layers(problem: Problem, opts: UniformLayersOptions, hooks: Hooks) -> SolverResult:
     """DeepSpeed's uniform partition of the repeated blocks (see the module docstring)."""
-    watch = Stopwatch()
+    graph, prob, pins = problem.graph, problem.compiled, problem.pins
     require_module_paths(graph, "solver 'uniform-layers' (places along the module order)")
-    opts, pins, prob = prepare(graph, cluster, pins, options, UniformLayersOptions)
     devices = _stage_devices(prob, opts, "uniform-layers")
     blocks = repeated_blocks(graph).blocks
     bounds = partition_uniform(len(blocks), len(devices))
@@ -161,15 +160,13 @@ def solve_uniform_layers(graph: OpGraph, cluster: Cluster, *, pins=None, options
         if b is not None:
             stage = max(stage, stage_of_block[b])  # monotone along the module order: a pipeline split
         stages.append(stage)
-    return _finish(prob, stages, devices, pins, opts, "uniform-layers", watch)
+    return _finish(prob, stages, devices, pins, "uniform-layers")
 
 
-def solve_balanced_memory(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress=None,
-                          cancel=None) -> Placement:
+def solve_balanced_memory(problem: Problem, opts: BalancedMemoryOptions, hooks: Hooks) -> SolverResult:
     """Equal parameter bytes per stage along the module order (see the module docstring)."""
-    watch = Stopwatch()
+    graph, prob, pins = problem.graph, problem.compiled, problem.pins
     require_module_paths(graph, "solver 'balanced-memory' (places along the module order)")
-    opts, pins, prob = prepare(graph, cluster, pins, options, BalancedMemoryOptions)
     devices = _stage_devices(prob, opts, "balanced-memory")
     try:
         blocks = repeated_blocks(graph).blocks
@@ -195,7 +192,7 @@ def solve_balanced_memory(graph: OpGraph, cluster: Cluster, *, pins=None, option
         s = sum(1 for c in cuts if c <= ui)
         for g in u:
             stages[g] = s
-    return _finish(prob, stages, devices, pins, opts, "balanced-memory", watch)
+    return _finish(prob, stages, devices, pins, "balanced-memory")
 
 
 def _equal_cuts(weight: list[float], k: int) -> list[int]:
@@ -231,11 +228,3 @@ def _accelerate_cuts(weight: list[float], k: int, is_block: list[bool]) -> list[
             used = 0.0
         used += w
     return cuts
-
-
-register(SolverInfo("balanced-memory", solve_balanced_memory, BalancedMemoryOptions, "throughput",
-                    "equal parameter bytes per device along the module order (device_map='balanced'; "
-                    "PyTorch imports only)"))
-register(SolverInfo("uniform-layers", solve_uniform_layers, UniformLayersOptions, "throughput",
-                    "equal numbers of repeated blocks per stage (DeepSpeed partition_method='uniform'; "
-                    "PyTorch imports only)"))

@@ -24,28 +24,39 @@ The MILP is warm-started from the DP (solver ``dp``, when registered) and the
 heuristic baselines; the value returned is always the evaluator's figure for
 the placement returned.
 
+The bound the MILP proves holds for the placements its model allows:
+:data:`BOUND_SET` says which set, per ``contiguous`` (``"convex"`` for ``ilp``,
+``"any"`` for ``ilp-noncontig``).
+
+>>> from viz_place.solvers import run_solver
 >>> from viz_place.testing import random_instance
 >>> inst = random_instance(3)
->>> p = solve(inst.graph, inst.cluster, pins=inst.pins, options={"backend": "highs", "time_limit": 10})
->>> p.status
-'optimal'
+>>> p = run_solver("ilp", inst.graph, inst.cluster, pins=inst.pins, options={"backend": "highs", "time_limit": 10})
+>>> p.status, p.bound_set, 0 <= p.claimed_value - p.lower_bound <= 1e-6 * p.claimed_value
+('optimal', 'convex', True)
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import numpy as np
 import pulp
 
-from ..cost import evaluate_indices
-from ..model import Cluster, OpGraph, Placement
-from ._ilp_common import (add_symmetry_breaking, allowed_devices, best_warm_start, better_elsewhere_note, canonical, finish,
-                          interchangeable_sets, memory_diagnosis, nonconvex_devices)
-from .base import Hooks, Stopwatch, make_options, prepare
-from .milp import MilpOptions, solve_milp
-from .registry import SolverInfo, register
+from ...errors import InfeasibleError
+from ...model import OBJECTIVES as ALL_OBJECTIVES
+from ...model.objective import OBJECTIVE_ALIASES
+from ..base import Hooks, Stopwatch
+from ..contract import Problem, SolverResult
+from ..groups import allowed_devices, nonconvex_devices
+from .backends import MilpOptions, solve_milp
+from .result import memory_diagnosis, milp_result
+from .symmetry import add_symmetry_breaking, canonical, interchangeable_sets
+from .warm_start import best_warm_start, better_elsewhere_note, warm_start_note
 
-OBJECTIVES = ("max_load", "max_forward_plus_max_backward")
+OBJECTIVES = tuple(o for o in ALL_OBJECTIVES if o != "latency")
+
+#: The set of placements the MILP's bound holds for, by ``contiguous`` (the model's feasible set).
+BOUND_SET = {True: "convex", False: "any"}
 
 #: Solvers tried, in this order, for the warm start (missing ones are skipped).
 WARM_SOLVERS = ("dp", "pipedream", "topo-fill", "single-device", "greedy-latency", "local-search")
@@ -62,7 +73,7 @@ class IlpOptions(MilpOptions):
     contiguous: bool = field(default=True, metadata={"help": "each device's forward node set must be convex"})
     objective: str = field(default="max_load", metadata={
         "help": "max_load, or max_forward_plus_max_backward (training: max forward load + max backward load)",
-        "choices": OBJECTIVES})
+        "choices": OBJECTIVES, "aliases": OBJECTIVE_ALIASES})
     overlap: bool = field(default=False, metadata={
         "help": "communication overlaps compute: a device's load is max(compute, communication) (the paper's "
                 "Appendix G; the value is then evaluate(..., overlap=True))"})
@@ -73,10 +84,6 @@ class IlpNoncontigOptions(IlpOptions):
     """Options of ``ilp-noncontig``: as :class:`IlpOptions`, ``contiguous`` off."""
 
     contiguous: bool = field(default=False, metadata={"help": "each device's forward node set must be convex"})
-
-
-def _objective_name(opts: IlpOptions) -> str:
-    return "throughput" if opts.objective == "max_load" else opts.objective
 
 
 def build_model(prob, allowed, opts: IlpOptions, sym_sets):
@@ -184,20 +191,18 @@ def build_model(prob, allowed, opts: IlpOptions, sym_sets):
     return lp, x
 
 
-def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress=None, cancel=None) -> Placement:
+def solve(problem: Problem, opts: IlpOptions, hooks: Hooks) -> SolverResult:
     """Minimise max-load (or max forward + max backward load) with a MILP.
 
-    Returns a placement with status ``"optimal"``, ``"feasible"`` (message with
-    the gap) or ``"cancelled"`` (the best placement so far); raises
+    Status ``"optimal"``, ``"feasible"`` (message with the gap) or
+    ``"cancelled"`` (the best placement so far); raises
     :class:`~viz_place.errors.InfeasibleError` (with the reason) when no
     placement exists and :class:`~viz_place.errors.SolverError` when the time
     limit ran out before any placement was found (``"no solution in time"``).
     """
     watch = Stopwatch()
-    opts, pins, prob = prepare(graph, cluster, pins, options, IlpOptions)
-    hooks = Hooks(progress, cancel)
+    prob, pins = problem.compiled, problem.pins
     solver = "ilp" if opts.contiguous else "ilp-noncontig"
-    objective = _objective_name(opts)
     allowed = allowed_devices(prob, pins)
     sym_sets = interchangeable_sets(prob, pins) if opts.symmetry_breaking else []
     fwd_mask = [not b for b in prob.backward.tolist()]
@@ -211,18 +216,19 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
 
     warm = None
     rejected: list = []
+    failures: list = []
     if opts.warm_start:
         hooks.report(0.0, "warm start: DP and heuristic baselines", force=True)
-        warm = best_warm_start(prob, pins, objective, WARM_SOLVERS, accept=convex_ok if opts.contiguous else None,
+        warm = best_warm_start(problem, WARM_SOLVERS, accept=convex_ok if opts.contiguous else None,
                                cancel=lambda: hooks.cancelled,
                                budget={"dp": max(1.0, opts.time_limit / 2), "*": max(1.0, opts.time_limit / 10)},
                                options={"dp": {"time_limit": max(1.0, opts.time_limit / 2)},
                                         "local-search": {"seed": 0, "restarts": 2,
                                                          "time_limit": max(0.5, opts.time_limit / 10)}},
-                               rejected=rejected, overlap=opts.overlap)
+                               rejected=rejected, failures=failures)
         if warm is not None:
             warm = (canonical(prob, warm[0], sym_sets), warm[1])
-            value = evaluate_indices(prob, warm[0], overlap=opts.overlap).value(objective)
+            value = problem.value(warm[0])
             hooks.report(0.0, f"warm start from {warm[1]}: {value:.6g}", incumbent=value, force=True)
     hooks.report(0.0, "building the integer program", force=True)
     lp, x = build_model(prob, allowed, opts, sym_sets)
@@ -239,23 +245,13 @@ def solve(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress
             d = max(ds, key=lambda d: res.values.get(x[g, d].name, 0.0))
             ilp_dev[list(prob.groups[g])] = d
     if res.status == "infeasible" and warm is None:
-        from ..errors import InfeasibleError
         extra = " with contiguous device sets" if opts.contiguous else ""
         raise InfeasibleError(f"infeasible{extra}: {memory_diagnosis(prob, allowed)}")
-    p = finish(prob, solver=solver, objective=objective, options=asdict(opts), pins=pins, res=res,
-               ilp_dev=ilp_dev, warm=warm, wall=watch.elapsed, extra_ok=contiguity_problem, overlap=opts.overlap,
-               model_note="loads with overlap: max(compute, communication)" if opts.overlap else "")
-    return better_elsewhere_note(p, rejected, "solver ilp-noncontig allows such placements") if opts.contiguous else p
-
-
-def solve_noncontig(graph: OpGraph, cluster: Cluster, *, pins=None, options=None, progress=None,
-                    cancel=None) -> Placement:
-    """:func:`solve` with ``contiguous=False`` by default (an accelerator may hold several pieces)."""
-    opts = make_options(IlpNoncontigOptions, options)
-    return solve(graph, cluster, pins=pins, options=opts, progress=progress, cancel=cancel)
-
-
-register(SolverInfo("ilp", solve, IlpOptions, "throughput",
-                    "integer program, contiguous splits (min max-load; CBC or HiGHS)", exact=True))
-register(SolverInfo("ilp-noncontig", solve_noncontig, IlpNoncontigOptions, "throughput",
-                    "integer program, non-contiguous splits (min max-load; CBC or HiGHS)", exact=True))
+    result, value = milp_result(problem, solver=solver, res=res, ilp_dev=ilp_dev, warm=warm,
+                                bound_set=BOUND_SET[opts.contiguous], extra_ok=contiguity_problem,
+                                model_note="loads with overlap: max(compute, communication)" if opts.overlap else "")
+    notes = [warm_start_note(failures)]
+    if opts.contiguous:
+        notes.append(better_elsewhere_note(value, rejected, "solver ilp-noncontig allows such placements"))
+    result.message = "; ".join(filter(None, [result.message, *notes]))
+    return result

@@ -7,7 +7,7 @@ over every ideal within ``radius`` add/remove moves of the best chain's ideals
 (a large-neighbourhood search), keeping the best chain found.
 
 >>> import numpy as np
->>> from viz_place.solvers.dp_core import Tables
+>>> from viz_place.solvers.dp.recursion import Tables
 >>> common = dict(succs=[[1], []], lat=np.array([[1.0], [2.0]]), size=np.zeros(2), forbid=np.zeros((2, 1), bool),
 ...               hyperedges=[], counts=[2], pays=[False], link=[1.0], cap=[np.inf])
 >>> ub = upper_bound(2, [0, 1], [[1], []], common)
@@ -20,15 +20,15 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from ..errors import Cancelled
-from . import dp_core
+from ...errors import Cancelled
+from . import recursion
 from .ideals import ideals_from_ints, prefix_family, topological_orders
 
 
 @dataclass
 class UpperBound:
     value: float
-    tables: dp_core.Tables | None
+    tables: recursion.Tables | None
     chain: list[tuple[int, int, int]]
     rounds: int = 0
     cancelled: bool = False
@@ -63,8 +63,8 @@ def upper_bound(num_nodes: int, pred_masks: list[int], succs: list[list[int]], c
     """Best chain over prefix ideals of ``orders`` topological orders, improved by local search."""
     n_orders = orders if num_nodes * orders <= limit else 1
     fam = prefix_family(num_nodes, topological_orders(num_nodes, succs, n_orders, seed=0))
-    tables = dp_core.Tables.build(fam, **common)
-    res = dp_core.run(tables, math.inf)
+    tables = recursion.Tables.build(fam, **common)
+    res = recursion.run(tables, math.inf)
     best = UpperBound(res.value, tables if res.chain else None, res.chain)
     if not math.isfinite(best.value) or rounds == 0:
         return best
@@ -83,8 +83,8 @@ def upper_bound(num_nodes: int, pred_masks: list[int], succs: list[list[int]], c
         ints = best.tables.ideals.as_ints()
         chain_ideals = [0] + [ints[i] for _, _, i in best.chain]
         fam_ints = neighbourhood(chain_ideals, pred_masks, succ_masks, num_nodes, radius=rad, limit=limit)
-        tables = dp_core.Tables.build(ideals_from_ints(fam_ints, num_nodes), **common)
-        res = dp_core.run(tables, best.value)
+        tables = recursion.Tables.build(ideals_from_ints(fam_ints, num_nodes), **common)
+        res = recursion.run(tables, best.value)
         if res.value < best.value * (1 - 1e-12):
             best = UpperBound(res.value, tables, res.chain, r + 1)
         elif len(fam_ints) < limit and rad < radius + 2:

@@ -24,7 +24,7 @@ DAG) packed into uint64 lanes: one subtraction per word. A finite result
 ``≤ T`` is the exact optimum; ``inf`` means the optimum exceeds ``T``.
 
 >>> import numpy as np
->>> from viz_place.solvers.ideals import enumerate_ideals
+>>> from viz_place.solvers.dp.ideals import enumerate_ideals
 >>> ids = enumerate_ideals(2, [0, 1], [[1], []])
 >>> t = Tables.build(ids, succs=[[1], []], lat=np.array([[1.0], [2.0]]), size=np.zeros(2),
 ...                  forbid=np.zeros((2, 1), bool), hyperedges=[], counts=[2], pays=[False], link=[1.0], cap=[np.inf])

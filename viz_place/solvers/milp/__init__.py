@@ -1,0 +1,28 @@
+"""The integer programs of Tarnawski et al. (2020): solvers ``ilp``, ``ilp-noncontig`` and ``latency-ilp``.
+
+Entry points (through :func:`viz_place.solvers.run_solver`): :func:`.max_load.solve`
+(min max-load, contiguous or not) and :func:`.latency.solve` (min single-sample
+latency). Pieces: :mod:`.backends` (PuLP models on CBC or HiGHS, cancel, time
+limits), :mod:`.symmetry` (identical devices), :mod:`.warm_start` (starts from the
+other solvers), :mod:`.result` (the honest status, message and bound).
+
+>>> from viz_place.solvers import get_solver
+>>> get_solver("ilp").exact, get_solver("latency-ilp").objective
+(True, 'latency')
+"""
+from ..registry import SolverInfo, register
+from . import latency, max_load
+from .backends import OPTIMALITY_TOL, MilpOptions, MilpResult, available_backends, relative_gap, solve_milp
+from .latency import LatencyIlpOptions
+from .max_load import IlpNoncontigOptions, IlpOptions
+
+register(SolverInfo("ilp", max_load.solve, IlpOptions, "max_load",
+                    "integer program, contiguous splits (min max-load; CBC or HiGHS)", exact=True))
+register(SolverInfo("ilp-noncontig", max_load.solve, IlpNoncontigOptions, "max_load",
+                    "integer program, non-contiguous splits (min max-load; CBC or HiGHS)", exact=True))
+register(SolverInfo("latency-ilp", latency.solve, LatencyIlpOptions, "latency",
+                    "integer program for single-sample latency (contiguous, or up to q pieces per accelerator)",
+                    exact=True))
+
+__all__ = ["OPTIMALITY_TOL", "MilpOptions", "MilpResult", "available_backends", "relative_gap", "solve_milp",
+           "IlpOptions", "IlpNoncontigOptions", "LatencyIlpOptions"]
