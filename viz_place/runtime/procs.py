@@ -78,6 +78,8 @@ class StageGroup:
         deadline = time.monotonic() + timeout
         grace: dict[int, float] = {}  # a dead child's last messages may still be in the pipe
         while len(got) < len(stages):
+            if cancel is not None and cancel.is_set():  # checked first: a busy queue must not hide it
+                raise RunCancelled("cancelled")
             try:
                 msg_kind, stage, payload = self.queue.get(timeout=0.05)
             except queue_mod.Empty:
@@ -103,8 +105,6 @@ class StageGroup:
                     what = f" before it reported {kind!r}" if i in stages and i not in got else ""
                     raise PipelineRunError(f"{self.name(i)} {_death(p.exitcode)}{what}", stage=i,
                                            device=self.devices[i])
-            if cancel is not None and cancel.is_set():
-                raise RunCancelled("cancelled")
             if now > deadline:
                 late = [i for i in stages if i not in got]
                 raise PipelineRunError(f"{', '.join(self.name(i) for i in late)}: no {kind!r} within "
