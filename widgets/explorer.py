@@ -21,6 +21,7 @@ from viz_place.samples import load_sample, sample_names
 from .common import in_kernel, load_bokehjs as _load_bokehjs
 from .devices_panel import DevicesEditor
 from .files_panel import FilesPanel
+from .pytorch_panel import PyTorchPanel
 from .graph_panel import GraphPanel
 from .metrics_panel import MetricsPanel
 from .overrides_panel import OverridesPanel
@@ -116,19 +117,21 @@ class PlacementExplorer(W.VBox):
         self.overrides = OverridesPanel(self.state)
         # The other panels are built when their tab is first opened (or the attribute first
         # used): fewer widgets to create up front makes the explorer open faster.
+        model = (graph_or_path, tuple(example_inputs)) if example_inputs is not None else None
         # One Dask client (started on the first sweep) for the accelerator and design sweeps.
         self.engine = engine if engine is not None else EngineHandle()
         self._factories = {"devices": lambda: DevicesEditor(self.state), "solver": lambda: SolverPanel(self.state),
                            "pipeline": lambda: PipelinePanel(self.state),
                            "tradeoffs": lambda: TradeoffsPanel(self.state, engine=self.engine),
                            "files": lambda: FilesPanel(self.state, workdir=workdir),
-                           "sweeps": lambda: SweepPanel(self.state, self.engine)}
+                           "sweeps": lambda: SweepPanel(self.state, self.engine),
+                           "pytorch": lambda: PyTorchPanel(self.state, workdir=workdir, model=model)}
         self._panels: dict[str, Any] = {}
         self._slots = {k: W.VBox() for k in self._factories}
         self.tabs = W.Tab(children=[W.VBox([self.graph_panel.controls, self.overrides.widget]),
                                     self._slots["devices"], self._slots["solver"],
                                     self.metrics.widget, self._slots["pipeline"], self._slots["tradeoffs"],
-                                    self._slots["files"], self._slots["sweeps"]])
+                                    W.VBox([self._slots["files"], self._slots["pytorch"]]), self._slots["sweeps"]])
         self.tabs.titles = TABS
         self.tabs.observe(self._on_tab, "selected_index")
         self.title = W.HTML()
@@ -152,6 +155,8 @@ class PlacementExplorer(W.VBox):
         key = _TAB_KEYS.get(change["new"])
         if key is not None:
             self._panel(key)
+        if key == "files":
+            self._panel("pytorch")
 
     @property
     def devices(self) -> DevicesEditor:
@@ -176,6 +181,11 @@ class PlacementExplorer(W.VBox):
     @property
     def sweeps(self) -> SweepPanel:
         return self._panel("sweeps")
+
+    @property
+    def pytorch(self) -> PyTorchPanel:
+        """Export for PyTorch and Run pipeline (in the Load & export tab)."""
+        return self._panel("pytorch")
 
     def bokeh_widgets(self) -> list:
         """The embedded Bokeh figures built so far (graph, metrics, trade-offs, training curve)."""

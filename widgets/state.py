@@ -305,11 +305,13 @@ class ExplorerState:
         self._emit("history")
         return row
 
-    def record(self, label: str | None = None) -> dict[str, Any]:
+    def record(self, label: str | None = None, **extra: Any) -> dict[str, Any]:
         """Append the current placement and its figures to the history; returns the row.
-        Later manual edits count as overrides of this run."""
+        Later manual edits count as overrides of this run. ``extra`` adds fields to the row
+        (a pipeline run's ``measured_time_per_sample``...)."""
         with self._lock:
             row = self._append(self.placement, self.evaluation, label)
+            row.update(extra)
             self.base = row["run"]
         self._emit("history")
         self._emit("placement", changed=[])

@@ -56,7 +56,8 @@ def min_count(cluster, class_name: str, pins) -> int:
 
 HISTORY_COLUMNS = (("run", "#"), ("solver", "solver"), ("status", "status"), ("objective", "objective"),
                    ("value", "value"), ("gap", "gap"), ("bound", "lower bound"), ("bound_source", "bound from"),
-                   ("best_known", "best known"), ("max_load", "max-load"), ("throughput", "throughput"),
+                   ("best_known", "best known"), ("max_load", "max-load"),
+                   ("measured_time_per_sample", "measured (run)"), ("throughput", "throughput"),
                    ("latency", "latency"), ("peak_memory_fraction", "peak mem / cap"), ("feasible", "feasible"),
                    ("wall_time", "time (s)"), ("note", "note"))
 

@@ -31,7 +31,7 @@ from ..errors import InternalError, VizPlaceError
 EXIT_INTERNAL = 1
 
 #: Modules under viz_place.cli that add subcommands.
-COMMAND_MODULES = ("inspect_cmds", "solve_cmds", "import_cmd", "rl_cmds", "sweep_cmd")
+COMMAND_MODULES = ("inspect_cmds", "solve_cmds", "import_cmd", "rl_cmds", "sweep_cmd", "pipeline_cmds")
 
 
 class _Parser(argparse.ArgumentParser):

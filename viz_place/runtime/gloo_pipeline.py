@@ -1,0 +1,96 @@
+"""torch's own pipeline runtime: ``PipelineStage`` + ``ScheduleGPipe`` over gloo on loopback.
+
+One spawned process per stage (one torch thread each) joins a gloo process group on a free
+127.0.0.1 port, rebuilds the model, splits it with ``pipeline()`` and runs
+``pipe.build_stage(rank, cpu)`` under ``ScheduleGPipe``. Compute is timed with forward
+hooks on the stage module; gloo's sends and receives cannot be told apart from waiting, so
+the rest of a step is reported as wait. The last stage copies the merged output into shared
+tensors the parent checks. Kept beside the shared-memory transport to measure which serves.
+"""
+from __future__ import annotations
+
+import os
+import time
+import traceback
+
+from .calibrate import free_port
+from .procs import StageGroup, start_watchdog
+from .shm_pipeline import allocate
+from .stages import as_list, build_pipe, compiled_stage, output_tensors, stage_plan
+
+
+def gloo_stage_main(rank, world, port, recipe, split, parent_pid, batch, outputs, go, queue, microbatches, repeats):
+    start_watchdog(parent_pid)
+    try:
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.pipelining import ScheduleGPipe
+        torch.set_num_threads(1)
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+        try:
+            module, example = recipe.build()
+            pipe = build_pipe(module, example, split)
+            stage = pipe.build_stage(rank, torch.device("cpu"))
+            compiled_stage(stage.submod)
+            schedule = ScheduleGPipe(stage, n_microbatches=microbatches)
+            marks: list[float] = []
+            stage.submod.register_forward_pre_hook(lambda *a: marks.append(time.perf_counter()))
+            stage.submod.register_forward_hook(lambda *a: marks.append(time.perf_counter()))
+            queue.put(("ready", rank, os.getpid()))
+            go.wait()
+            for rep in range(repeats + 1):
+                marks.clear()
+                dist.barrier()
+                start = time.perf_counter()
+                with torch.no_grad():
+                    out = schedule.step(*batch) if rank == 0 else schedule.step()
+                end = time.perf_counter()
+                compute = sum(marks[i + 1] - marks[i] for i in range(0, len(marks) - 1, 2))
+                done = marks[1::2]
+                queue.put(("result", rank, {"compute": compute, "recv_wait": 0.0, "recv_copy": 0.0,
+                                            "send_wait": end - start - compute, "send_copy": 0.0,
+                                            "start": start, "done": done, "warmup": rep == 0}))
+            if rank == world - 1:
+                leaves = as_list(out)
+                for buf, val in zip(outputs, leaves):
+                    buf.copy_(val.reshape(buf.shape))
+            dist.barrier()
+        finally:
+            dist.destroy_process_group()
+        queue.put(("exit", rank, None))
+    except BaseException as err:
+        msg = f"{type(err).__name__}: {' '.join(str(err).split())[:400]}"
+        tb = traceback.extract_tb(err.__traceback__)
+        if tb:
+            msg += f" (at {os.path.basename(tb[-1].filename)}:{tb[-1].lineno})"
+        queue.put(("error", rank, msg))
+        raise SystemExit(1)
+
+
+def run_gloo(recipe, split, plan, values, mbs, module, *, repeats, timeout, cancel, on_start, say):
+    import torch
+    import torch.multiprocessing as tmp
+    from .shm_runner import single_process_time
+    ctx = tmp.get_context("spawn")
+    n = split.num_stages
+    _, _, outputs = allocate(plan, values, mbs, 1)
+    go, queue = ctx.Event(), ctx.Queue()
+    port = free_port()
+    batch = tuple(torch.cat(list(xs)).share_memory_() for xs in zip(*mbs))
+    args = [(r, n, port, recipe, split, os.getpid(), batch, outputs, go, queue, len(mbs), repeats) for r in range(n)]
+    with StageGroup(ctx, gloo_stage_main, args, split.devices, queue=queue) as group:
+        if on_start:
+            on_start(group.pids)
+        say(f"started {n} stage processes (gloo on 127.0.0.1:{port}); waiting for them to build their stages")
+        group.collect("ready", range(n), timeout=timeout, cancel=cancel)
+        single = single_process_time(module, mbs)
+        go.set()
+        stats = [[] for _ in range(n)]
+        for rep in range(repeats + 1):
+            got = group.collect("result", range(n), timeout=timeout, cancel=cancel)
+            if rep:
+                for s in range(n):
+                    stats[s].append(got[s])
+        group.collect("exit", range(n), timeout=30, cancel=cancel)
+    got = [[out[m].clone() for out in outputs] for m in range(len(mbs))]
+    return got, stats, single
