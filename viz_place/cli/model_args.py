@@ -27,8 +27,9 @@ def add_model_args(p, *, seed_flags: tuple[str, ...] = ("--model-seed",)) -> Non
     g.add_argument("--image-size", type=int, metavar="N", help="image side of a vision model (default 224)")
     g.add_argument(*seed_flags, dest="model_seed", type=int, default=0, metavar="N",
                    help="seed of the random weights and inputs (default 0)")
-    g.add_argument("--granularity", choices=("op", "module"), default="op",
-                   help="one node per op (default) or per module at --depth")
+    g.add_argument("--granularity", choices=("op", "aten", "module"), default="op",
+                   help="one node per op torch.export records (default), per core ATen op (aten: matmuls, "
+                        "softmax and elementwise ops of attention apart) or per module at --depth")
     g.add_argument("--depth", type=int, metavar="N",
                    help="module depth for --granularity module (default: the depth of the main repeated blocks)")
     g.add_argument("--profile", action="store_true",

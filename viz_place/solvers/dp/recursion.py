@@ -235,6 +235,12 @@ def run(t: Tables, threshold: float, *, check: Callable[[float], None] | None = 
     pays_any = bool(t.pays.any())
     pks, guard, P = t.pk_sorted, t.guard, t.guard.size
     active = [c for c in range(k) if t.counts[c] > 0]
+    # reach[p]: the ideal at sorted position p has a finite state (a chain within T reaches it);
+    # a J without one can never improve best[I], so it is dropped before any cost is computed
+    pos_of = np.empty(N, dtype=np.int64)
+    pos_of[order] = np.arange(N)
+    reach = np.zeros(N, dtype=bool)
+    reach[pos_of[0]] = True
     pairs = 0
     for i in range(1, N):
         if check is not None and i % 512 == 0:
@@ -266,6 +272,7 @@ def run(t: Tables, threshold: float, *, check: Callable[[float], None] | None = 
             continue
         top = t.pk[i] | guard
         mask = ((top[0] - pks[0, start:stop]) & guard[0]) == guard[0]
+        mask &= reach[start:stop]
         for w in range(1, P):
             mask &= ((top[w] - pks[w, start:stop]) & guard[w]) == guard[w]
         pos = np.flatnonzero(mask) + start
@@ -314,15 +321,16 @@ def run(t: Tables, threshold: float, *, check: Callable[[float], None] | None = 
                 if sel.size == 0:
                     continue
             J = cand[sel]
-            A = best[J[:, None], pv[None, :]]                 # (m, a)
+            A = best[J][:, pv]                                # (m, a): whole rows, then the columns
             np.maximum(A, cost[:, None], out=A)
-            am = A.argmin(0)
-            v = A[am, np.arange(A.shape[1])]
+            v = A.min(0)
             better = v < row_best[tg]
             if better.any():
+                am = A[:, better].argmin(0)
                 ts = tg[better]
                 row_best[ts] = v[better]
-                chJ[i, ts] = J[am[better]]
+                reach[pos_of[i]] = True
+                chJ[i, ts] = J[am]
                 chC[i, ts] = c
     full = S - 1
     value = float(best[N - 1, full])
