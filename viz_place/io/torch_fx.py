@@ -80,7 +80,7 @@ FUNCTION_OPS = {
     "cumsum": "CumSum", "new_ones": "ConstantOfShape", "new_zeros": "ConstantOfShape", "full_like": "ConstantOfShape",
     "zeros_like": "ConstantOfShape", "ones_like": "ConstantOfShape", "arange": "Range", "triu": "Trilu", "tril": "Trilu",
     "einsum": "Einsum", "_softmax": "Softmax", "_safe_softmax": "Softmax", "_log_softmax": "LogSoftmax",
-    "split_with_sizes": "Split", "convolution": "Conv", "permute_copy": "Transpose", "view_copy": "Reshape",
+    "split_with_sizes": "Split", "convolution": "Conv", "any": "ReduceMax", "all": "ReduceMin", "permute_copy": "Transpose", "view_copy": "Reshape",
     "_native_batch_norm_legit_functional": "BatchNormalization", "expand_copy": "Expand", "upsample_nearest2d": "Resize", "upsample_bilinear2d": "Resize", "sigmoid_": "Sigmoid",
 }
 
