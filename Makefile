@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install lab test test-fast bench samples clean
+.PHONY: install lab test test-fast bench samples docs clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PY) >/dev/null 2>&1 || { echo "error: $(PY) not found; viz_place needs Python 3.11 (set PY=...)" >&2; exit 2; }
@@ -32,9 +32,17 @@ test-fast: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
 
+# The course, executed and rendered to HTML (build/course/); `make docs FAST=1` runs the quick setting.
+FAST ?= 0
+docs: $(STAMP)
+	VIZ_PLACE_COURSE_FAST=$(FAST) $(BIN)/jupyter nbconvert --to html --execute --ExecutePreprocessor.timeout=900 \
+		--output-dir build/course notebooks/[0-9][0-9]-*.ipynb
+	@echo "course rendered: build/course/*.html"
+
 samples: $(STAMP)
 	$(BIN)/python scripts/make_samples.py
 	$(BIN)/python scripts/import_light_models.py
+	$(BIN)/python scripts/make_module_samples.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -37,7 +37,8 @@ from _common import WORKLOADS, workloads_available
 from viz_place.errors import VizPlaceError
 from viz_place.io import load_graph
 from viz_place.samples import make_graph
-from viz_place.solvers import get_solver, list_solvers, run_solver
+from viz_place import run_solver   # reads --policy FILE for the solver (viz_place.solver_files)
+from viz_place.solvers import get_solver, list_solvers
 from viz_place.solvers.rl import load_policy, shipped_policy_path
 from viz_place.solvers.rl.env import PlacementEnv
 from viz_place.solvers.rl.start import initial_placement

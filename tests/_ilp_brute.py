@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from viz_place.cost import compile_problem, evaluate_indices
-from viz_place.solvers.groups import nonconvex_devices
+from viz_place.solvers.groups import device_cycle, nonconvex_devices, pipeline_order
 
 #: Instances with more than this many group-to-device combinations are not brute-forced.
 MAX_COMBOS = 6000
@@ -21,11 +21,13 @@ def combos(inst) -> int:
 def brute_force(inst, objective: str, *, contiguous: str | None = None, overlap: bool = False) -> float:
     """Best evaluator value over every valid placement (``inf`` if none).
 
-    ``contiguous``: ``"forward"`` — every device's forward set convex (the throughput IP);
+    ``contiguous``: ``"pipeline"`` — pipeline splits (the DP's set, solver ``ilp``);
+    ``"forward"`` — every device's forward set convex (``ilp -o device_cycles=true``);
     ``"accelerators"`` — every communication-paying device's whole set convex (latency IP, q = 1).
     """
     prob = compile_problem(inst.graph, inst.cluster)
     fwd = [not b for b in prob.backward.tolist()]
+    order = pipeline_order(prob) if contiguous == "pipeline" else None
     best = math.inf
     for combo in itertools.product(range(prob.num_devices), repeat=len(prob.groups)):
         dev = np.empty(prob.n, dtype=np.int64)
@@ -35,6 +37,8 @@ def brute_force(inst, objective: str, *, contiguous: str | None = None, overlap:
         if ev.violations:
             continue
         if contiguous == "forward" and nonconvex_devices(prob, dev, fwd):
+            continue
+        if contiguous == "pipeline" and device_cycle(prob, dev, order):
             continue
         if contiguous == "accelerators" and any(prob.pays[d] for d in nonconvex_devices(prob, dev)):
             continue

@@ -36,7 +36,8 @@ KERNEL_IDLE_JS = """() => { const w = window.jupyterapp && window.jupyterapp.she
 
 # The graph figure's plot view, its node renderer, and screen positions of nodes.
 GRAPH_JS = """(k) => {
-  const views = Object.values(window.Bokeh ? Bokeh.index : {});
+  // [...Bokeh.index], not Object.values(Bokeh.index): the index's ownKeys lists duplicate ids (README, known issues)
+  const views = window.Bokeh ? [...Bokeh.index].filter(v => v.el && v.el.isConnected) : [];
   const pv = views.find(v => v.model.title && v.model.title.text && v.model.title.text.includes(' nodes, '));
   if (!pv || !pv.has_finished()) return null;
   const rm = pv.model.renderers.find(r => r.data_source && r.data_source.get_column
@@ -103,6 +104,14 @@ class LabSession:
             f.write_text(json.dumps(content))
         env = dict(os.environ, JUPYTER_CONFIG_DIR=str(self.workdir / "config"),
                    JUPYTER_RUNTIME_DIR=str(self.workdir / "runtime"))
+        # A venv that borrows its packages from another environment (a .pth to its site-packages,
+        # as the worktrees here do) lacks that environment's share/jupyter, where the ipywidgets and
+        # jupyter_bokeh lab extensions live: without it every widget fails to open ("Exception
+        # opening new comm"). Point JUPYTER_PATH at the environment jupyterlab comes from.
+        import jupyterlab
+        share = Path(jupyterlab.__file__).resolve().parents[4] / "share" / "jupyter"
+        if share.is_dir() and share != Path(sys.prefix).resolve() / "share" / "jupyter":
+            env["JUPYTER_PATH"] = os.pathsep.join(p for p in (env.get("JUPYTER_PATH"), str(share)) if p)
         jupyter = Path(sys.executable).parent / "jupyter"
         cmd = [str(jupyter), "lab", "--no-browser", "--ip=127.0.0.1", f"--port={self.port}", "--allow-root",
                f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root}",

@@ -98,10 +98,12 @@ def test_milp_bounds_never_exceed_the_optimum_of_their_set(seed):
     if combos(inst) > MAX_COMBOS:
         pytest.skip("too many combinations to brute-force")
     opts = {"backend": BACKEND, "time_limit": 20}
-    for name, set_name, brute in (("ilp", "convex", dict(contiguous="forward")), ("ilp-noncontig", "any", {})):
+    for name, extra, set_name, brute in (("ilp", {}, "pipeline", dict(contiguous="pipeline")),
+                                         ("ilp", {"device_cycles": True}, "convex", dict(contiguous="forward")),
+                                         ("ilp-noncontig", {}, "any", {})):
         best = brute_force(inst, "max_load", **brute)
         try:
-            p = run_solver(name, inst.graph, inst.cluster, pins=inst.pins, options=opts)
+            p = run_solver(name, inst.graph, inst.cluster, pins=inst.pins, options={**opts, **extra})
         except InfeasibleError:
             assert math.isinf(best)
             continue

@@ -288,16 +288,6 @@ def test_memory_guard_and_device_count_cap():
         run_solver("dp", chain(40), big)
 
 
-@pytest.mark.parametrize("name", ["viz_place.solvers.dp", "viz_place.solvers.dp.solver", "viz_place.solvers.dp.recursion",
-                                  "viz_place.solvers.dp.ideals", "viz_place.solvers.dp.contraction",
-                                  "viz_place.solvers.dp.upper_bound"])
-def test_dp_docstring_examples_run(name):
-    import doctest
-    import importlib
-    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0 and result.failed == 0
-
-
 def test_cancel_during_the_exact_pass_returns_the_incumbent():
     nodes = [{"id": f"n{i}", "latency": {"cpu": 3.0 + i % 5, "fpga": 1.0 + i % 3}, "transfer_cost": 0.2}
              for i in range(14)]

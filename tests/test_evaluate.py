@@ -74,7 +74,7 @@ def test_violations_are_named_and_figures_still_computed():
     assert "colour class 'k' split across devices cpu:0, fpga:0" in text
     assert "pinned node 'b' moved: it is on cpu:0 but pinned to fpga:0" in text
     ev2 = evaluate(g, c, {"a": "fpga:0", "b": "fpga:0", "c": "cpu:0"})
-    assert ev2.violations == ("memory over capacity on device fpga:0: 16 used of 10",)
+    assert ev2.violations == ("memory over capacity on device fpga:0: 16 B used of 10 B",)
     assert ev2.device("fpga:0").memory == 16.0 and ev2.device("fpga:0").memory_capacity == 10.0
     ev3 = evaluate(g, c, {"a": "fpga:0", "b": "fpga:0", "c": "cpu:3"})
     assert "more devices used than exist: class 'cpu' has 1 device(s) but the placement uses cpu:3" in ev3.violations

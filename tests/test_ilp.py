@@ -6,8 +6,6 @@ time / cancelled with the incumbent); time limit; both back-ends.
 """
 from __future__ import annotations
 
-import doctest
-import importlib
 import math
 import threading
 import time
@@ -21,7 +19,7 @@ from viz_place.errors import InfeasibleError, SolverError
 from viz_place.model import Cluster, DeviceClass, OpGraph
 from viz_place.samples import load_sample
 from viz_place.solvers import list_solvers, run_solver
-from viz_place.solvers.groups import nonconvex_devices
+from viz_place.solvers.groups import device_cycle, nonconvex_devices
 from viz_place.solvers.milp import MilpResult, available_backends, solve_milp
 from viz_place.testing import assert_valid, random_instance
 
@@ -40,9 +38,9 @@ def _has(name: str) -> bool:
 @need_highs
 @pytest.mark.parametrize("block", range(10))
 def test_random_instances_exact_and_ordered(block):
-    """200 instances: valid, claimed = evaluator, noncontig <= contig <= DP, both = brute force where small."""
+    """200 instances: valid, claimed = evaluator, noncontig <= convex <= pipeline = DP, each = brute force where small."""
     if not _has("dp"):
-        pytest.skip("solver 'dp' is not registered yet: the contiguous ILP <= DP comparison needs it")
+        pytest.skip("solver 'dp' is not registered yet: the pipeline ILP = DP comparison needs it")
     for seed in range(block * 20, block * 20 + 20):
         inst = random_instance(seed, n_max=6)
         try:
@@ -50,24 +48,27 @@ def test_random_instances_exact_and_ordered(block):
         except InfeasibleError as err:
             assert "infeasible" in str(err)
             with pytest.raises(InfeasibleError):
-                _solve("ilp-noncontig", inst)
+                run_solver("dp", inst.graph, inst.cluster, pins=inst.pins)
             continue
+        convex = _solve("ilp", inst, device_cycles=True)
         non = _solve("ilp-noncontig", inst)
-        for p in (contig, non):
+        for p in (contig, convex, non):
             assert_valid(inst.graph, inst.cluster, p, inst.pins)
             assert p.status == "optimal", (seed, p.message)
+        assert "optimal among pipeline splits" in contig.message
+        assert "optimal among per-device convex sets" in convex.message
+        assert "optimal over all placements" in non.message
         prob = compile_problem(inst.graph, inst.cluster)
         fwd = [not b for b in prob.backward.tolist()]
-        assert not nonconvex_devices(prob, prob.to_index_array(contig), fwd), seed
-        assert non.claimed_value <= contig.claimed_value + 1e-9, seed
-        try:
-            dp = run_solver("dp", inst.graph, inst.cluster, pins=inst.pins)
-        except SolverError:
-            dp = None
-        if dp is not None:
-            assert contig.claimed_value <= evaluate(inst.graph, inst.cluster, dp).max_load + 1e-9, seed
+        assert device_cycle(prob, prob.to_index_array(contig)) is None, seed
+        assert not nonconvex_devices(prob, prob.to_index_array(convex), fwd), seed
+        assert non.claimed_value <= convex.claimed_value + 1e-9 <= contig.claimed_value + 2e-9, seed
+        dp = run_solver("dp", inst.graph, inst.cluster, pins=inst.pins)
+        assert contig.claimed_value == pytest.approx(dp.claimed_value, rel=1e-9, abs=1e-9), seed
         if combos(inst) <= MAX_COMBOS:
-            assert math.isclose(contig.claimed_value, brute_force(inst, "throughput", contiguous="forward"),
+            assert math.isclose(contig.claimed_value, brute_force(inst, "throughput", contiguous="pipeline"),
+                                rel_tol=1e-9, abs_tol=1e-9), seed
+            assert math.isclose(convex.claimed_value, brute_force(inst, "throughput", contiguous="forward"),
                                 rel_tol=1e-9, abs_tol=1e-9), seed
             assert math.isclose(non.claimed_value, brute_force(inst, "throughput"), rel_tol=1e-9, abs_tol=1e-9), seed
 
@@ -258,19 +259,6 @@ def test_adapter_rejects_unknown_backend():
     lp, _ = _knapsack(3)
     with pytest.raises(SolverError, match="unknown MILP back-end"):
         solve_milp(lp, backend="gurobi")
-
-
-@pytest.mark.parametrize("name", ["viz_place.solvers.milp", "viz_place.solvers.milp.backends",
-                                  "viz_place.solvers.milp.max_load", "viz_place.solvers.milp.latency",
-                                  "viz_place.solvers.milp.symmetry", "viz_place.solvers.baselines",
-                                  "viz_place.solvers.baselines.fills", "viz_place.solvers.baselines.single_device",
-                                  "viz_place.solvers.baselines.expert", "viz_place.solvers.baselines.pipedream",
-                                  "viz_place.solvers.baselines.local_search", "viz_place.solvers.groups"])
-def test_docstring_examples_run(name):
-    if name.endswith(("max_load", "latency")) and "highs" not in available_backends():
-        pytest.skip("examples use the HiGHS back-end")
-    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0
 
 
 def _with_artificial_edges(seed):

@@ -11,7 +11,9 @@ from viz_place.cost import compile_problem, evaluate_indices
 from viz_place.errors import InfeasibleError, SolverError
 from viz_place.model import Cluster, DeviceClass, OpGraph
 from viz_place.samples import make_graph
-from viz_place.solvers import list_solvers, run_solver
+from viz_place import run_solver           # reads the `policy` file option (viz_place.solver_files)
+from viz_place import solvers
+from viz_place.solvers import list_solvers
 from viz_place.solvers.rl import Policy, RLOptions, load_policy, shipped_policy_path
 from viz_place.solvers.rl.env import IN_DIM, PlacementEnv, topo_fill
 from viz_place.solvers.rl.features import base_features, group_embeddings, node_embeddings
@@ -220,6 +222,21 @@ def test_search_never_worse_than_topological_fill():
         assert p.claimed_value <= start + 1e-9
 
 
+def test_the_solver_reads_no_policy_file(policy_file):
+    """A `policy` path reaches the solver only read (as `weights`); unread, it is a clear error, not a file read."""
+    g = make_graph("chain", 6)
+    with pytest.raises(SolverError, match="was not read: solvers read no files") as err:
+        solvers.run_solver("rl", g, g.default_cluster, options={"policy": policy_file, "mode": "greedy"})
+    assert err.value.field == "policy"
+    given = solvers.run_solver("rl", g, g.default_cluster,
+                               options={"weights": Policy.load(policy_file), "mode": "greedy"})
+    read = run_solver("rl", g, g.default_cluster, options={"policy": policy_file, "mode": "greedy"})
+    assert dict(given.assignment) == dict(read.assignment)
+    assert read.options["policy"] == policy_file and "weights" not in read.options
+    with pytest.raises(SolverError, match="expected a Policy"):
+        RLOptions(weights="file.npz")
+
+
 def test_seeded_run_is_reproducible(policy_file):
     g = make_graph("residual", 50, seed=4)
     opts = {"policy": policy_file, "mode": "finetune", "samples": 8, "rollouts": 2, "time_limit": 60, "seed": 7}
@@ -289,14 +306,3 @@ def test_memory_bound_start_uses_the_host():
     ev = evaluate_indices(prob, np.array(initial_placement(env)))
     assert not ev.violations
     assert ev.max_load < 0.9 * plain
-
-
-@pytest.mark.parametrize("name", ["viz_place.solvers.rl", "viz_place.solvers.rl.features", "viz_place.solvers.rl.env",
-                                  "viz_place.solvers.rl.policy", "viz_place.solvers.rl.rollout",
-                                  "viz_place.solvers.rl.start", "viz_place.solvers.rl.train",
-                                  "viz_place.solvers.rl.solver"])
-def test_docstring_examples_run(name):
-    import doctest
-    import importlib
-    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted > 0 and result.failed == 0

@@ -1,7 +1,6 @@
 """torch.fx import: the same graph and FLOPs as torch.onnx.export + the ONNX importer."""
 from __future__ import annotations
 
-import doctest
 import io
 import warnings
 
@@ -51,12 +50,6 @@ def _via_onnx(module, x):
         torch.onnx.export(module, (x,), buf, dynamo=False, training=torch.onnx.TrainingMode.TRAINING,
                           do_constant_folding=False)
     return read_onnx(onnx.load_from_string(buf.getvalue()))
-
-
-def test_docstring_example_runs():
-    import viz_place.io.torch_fx as mod
-    result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted > 0 and result.failed == 0
 
 
 def test_same_graph_and_flops_as_onnx_export():

@@ -259,12 +259,3 @@ def test_onnx_import_at_module_granularity_records_its_source(tmp_path, capsys):
     light = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light", "light_resnet50.onnx")
     rc, _, err = _cli(capsys, "import", light, "--granularity", "module", "--out", out)
     assert rc == 2 and "no module scopes" in err
-
-
-@pytest.mark.parametrize("name", ["viz_place.io.torch_models", "viz_place.io.torch_import",
-                                  "viz_place.io.torch_profile", "viz_place.io.torch_fx"])
-def test_docstring_examples_run(name):
-    import doctest
-    import importlib
-    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    assert result.failed == 0 and result.attempted > 0

@@ -117,12 +117,12 @@ def test_click_run_changes_placement_evaluation_sources_and_history(ex):
     assert ex.state.placement.solver == "test-blocks"
     assert _device_col(ex) != before_cols
     assert ex.metrics.summary.value != before_summary
-    assert len(ex.state.history) == 1 and ex.state.history[0]["solver"] == "test-blocks"
+    assert [r["solver"] for r in ex.state.history] == ["start", "test-blocks"]
     assert len(ex.graph_panel.view.cross_edges.data["x"]) > 0
     assert "heuristic" in ex.solver.status.value
     # the training curve was fed by the progress data
     assert len(ex.solver.curve.curve.data["episode"]) >= 1
-    assert ex.tradeoffs.view.points.data["throughput"] == [ex.state.history[0]["throughput"]]
+    assert ex.tradeoffs.view.points.data["throughput"] == [r["throughput"] for r in ex.state.history]
     _assert_consistent(ex)
 
 
@@ -149,7 +149,7 @@ def test_failing_solver_shows_why_and_keeps_placement(ex):
     assert ex.state.placement is before
     assert "no placement fits on purpose" in ex.solver.status.value
     assert "kept" in ex.solver.status.value
-    assert ex.solver.run_button.disabled is False and ex.state.history == []
+    assert ex.solver.run_button.disabled is False and [r["solver"] for r in ex.state.history] == ["start"]
 
 
 def test_cancel_stops_a_running_solve(ex):
@@ -158,7 +158,9 @@ def test_cancel_stops_a_running_solve(ex):
     assert ex.solver.run() is False   # busy
     ex.solver.cancel_button.click()
     assert ex.solver.wait(10)
-    assert ex.state.placement.status == "cancelled"
+    # the cancelled run (everything on one device) is worse than the start: recorded, not installed
+    assert ex.state.history[-1]["status"] == "cancelled" and ex.state.history[-1]["applied"] is False
+    assert ex.state.placement.solver == "start" and "kept the current placement" in ex.solver.status.value
     assert ex.solver.cancel_button.disabled
 
 
@@ -208,7 +210,9 @@ def test_tap_pin_and_solvers_keep_the_pin(ex):
     assert ex.graph_panel.pins_list.options[0][1] == node
     ex.run("test-blocks")
     assert s.placement[node] == "fpga:3"
+    assert s.selected is None   # a solver result clears the selection
     # moving a pinned node elsewhere is refused with a message
+    _select(ex, 5)
     ex.graph_panel.device.value = "fpga:0"
     ex.graph_panel.move_button.click()
     assert "pinned" in ex.graph_panel.message.value and s.placement[node] == "fpga:3"
@@ -315,7 +319,7 @@ def test_load_sample_upload_and_bad_upload(ex):
     ex.files.load_sample_button.click()
     assert ex.state.graph.name == "chain" and "loaded" in ex.files.load_message.value
     assert len(_device_col(ex)) == ex.state.graph.num_nodes
-    assert ex.state.history == [] and not ex.state.can_undo
+    assert [r["solver"] for r in ex.state.history] == ["start"] and not ex.state.can_undo
     from viz_place.samples import make_graph
     g = make_graph("fork_join", 30)
     payload = json.dumps(graph_to_paper_dict(g, g.default_cluster)).encode()
@@ -334,10 +338,10 @@ def test_history_restore_and_pareto(ex):
     ex.run("test-blocks", {"blocks": 1})
     ex.run("test-blocks", {"blocks": 4})
     h = ex.state.history
-    assert [r["run"] for r in h] == [1, 2]
-    ex.tradeoffs.restore.value = 1
+    assert [r["run"] for r in h] == [1, 2, 3]
+    ex.tradeoffs.restore.value = 2
     ex.tradeoffs.restore_button.click()
-    assert dict(ex.state.placement.assignment) == h[0]["assignment"]
+    assert dict(ex.state.placement.assignment) == h[1]["assignment"]
     assert len(ex.tradeoffs.view.front.data["throughput"]) >= 1
     assert "<table" in ex.tradeoffs.table.value
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 from .errors import VizPlaceError
 from .model import Cluster, OpGraph, Placement
 from .solvers import is_available, run_solver
+from .solvers.groups import host_assignment
 
 START_SOLVER = "topo-fill"
 
@@ -47,17 +48,4 @@ def starting_placement(graph: OpGraph, cluster: Cluster, pins=None) -> Placement
 
 def fallback_placement(graph: OpGraph, cluster: Cluster, pins=None) -> Placement:
     """Every group on the first device that can hold it (see the module docstring)."""
-    pins = dict(pins or {})
-    devices = cluster.devices
-    assignment: dict[str, str] = {}
-    for group in graph.colocation_groups:
-        pinned = next((pins[n] for n in group if n in pins), None)
-        if pinned is not None:
-            target = pinned
-        else:
-            kinds_ok = [d for d in devices if all(graph.node(n).supported_on(d.cls.kind) for n in group)]
-            unlimited = [d for d in kinds_ok if d.cls.memory is None]
-            target = (unlimited or kinds_ok or list(devices))[0].name
-        for n in group:
-            assignment[n] = target
-    return Placement(assignment, solver="start", status="manual")
+    return Placement(host_assignment(graph, cluster, pins), solver="start", status="manual")

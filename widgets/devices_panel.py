@@ -2,9 +2,10 @@
 
 Each field is a free text box, so nothing is silently clamped: every edit is
 checked by :class:`viz_place.model.DeviceClass` and :class:`~viz_place.model.Cluster`;
-an invalid entry is refused with the model's message next to its row (the
+an invalid entry is refused with the model's message under its row (the
 field the error names in ``err.field`` is outlined in red) and the last valid
-cluster stays in force.
+cluster stays in force. Memory is shown and typed in binary units (``2 GiB``,
+``512 MiB``; a bare number is bytes).
 
 >>> from viz_place.samples import make_graph
 >>> from viz_place.widgets.state import ExplorerState
@@ -15,13 +16,17 @@ True
 '2px solid #c0392b'
 >>> ed.state.cluster.classes[0].count
 4
+>>> ed.rows[0].fields["count"].value = "4"; ed.rows[0].fields["memory"].value = "2 GiB"
+>>> ed.state.cluster.classes[0].memory == 2 * 2**30, ed.rows[0].fields["memory"].value
+(True, '2 GiB')
 """
 from __future__ import annotations
 
 import ipywidgets as W
 
-from viz_place.errors import VizPlaceError
+from viz_place.errors import DeviceError, VizPlaceError
 from viz_place.model import Cluster, DeviceClass
+from viz_place.model.units import format_bytes, parse_bytes
 
 from .common import error_html
 
@@ -34,6 +39,19 @@ def _text(value) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
+
+
+def _memory_text(value) -> str:
+    return "" if value is None else format_bytes(value, exact=True)
+
+
+def _parse_memory(text: str):
+    """Bytes from ``2 GiB`` / ``512 MiB`` / a bare number; blank = unlimited; bad text is
+    refused naming the field (never clamped)."""
+    try:
+        return parse_bytes(text)
+    except ValueError as err:
+        raise DeviceError(f"field 'memory': {err}", field="memory") from None
 
 
 def _parse_number(text: str, *, integer: bool = False, blank_none: bool = False):
@@ -56,7 +74,8 @@ class DeviceRow:
             "name": W.Text(value=cls.name, layout=W.Layout(width=w)),
             "kind": W.Text(value=cls.kind, layout=W.Layout(width="80px")),
             "count": W.Text(value=_text(cls.count), layout=W.Layout(width="60px")),
-            "memory": W.Text(value=_text(cls.memory), placeholder="unlimited", layout=W.Layout(width=w)),
+            "memory": W.Text(value=_memory_text(cls.memory), placeholder="unlimited", layout=W.Layout(width=w),
+                             tooltip="e.g. 2 GiB, 512 MiB (a bare number is bytes); blank = unlimited"),
             "speed": W.Text(value=_text(cls.speed), layout=W.Layout(width="60px")),
             "pays_communication": W.Checkbox(value=cls.pays_communication, indent=False,
                                              layout=W.Layout(width="70px")),
@@ -67,24 +86,33 @@ class DeviceRow:
             f.observe(lambda _c: on_change(), "value")
         self.remove = W.Button(icon="trash", tooltip="remove this class", layout=W.Layout(width="40px"))
         self.remove.on_click(lambda _b: on_remove(self))
-        self.error = W.HTML()
-        self.box = W.HBox([*self.fields.values(), self.remove, self.error])
+        self.error = W.HTML(layout=W.Layout(margin="0 0 4px 4px"))
+        # The message goes under the row (beside it, a long message squeezed the fields).
+        self.box = W.VBox([W.HBox([*self.fields.values(), self.remove]), self.error],
+                          layout=W.Layout(width="100%"))
 
     def device_class(self) -> DeviceClass:
         f = self.fields
         return DeviceClass(name=f["name"].value.strip(), kind=f["kind"].value.strip(),
                            count=_parse_number(f["count"].value, integer=True),
-                           memory=_parse_number(f["memory"].value, blank_none=True),
+                           memory=_parse_memory(f["memory"].value),
                            speed=_parse_number(f["speed"].value),
                            pays_communication=bool(f["pays_communication"].value),
                            link_factor=_parse_number(f["link_factor"].value))
 
-    def mark(self, err: VizPlaceError | None) -> None:
-        """Show ``err`` next to the row and outline the field it names (``err.field``); ``None`` clears."""
-        bad = getattr(err, "field", None)
+    def mark(self, err: VizPlaceError | str | None, field: str | None = None) -> None:
+        """Show ``err`` under the row and outline the field it names (``field``, else
+        ``err.field``) in red; ``None`` clears."""
+        field = field or getattr(err, "field", None)
         for name, f in self.fields.items():
-            f.layout.border = "2px solid #c0392b" if bad == name else ""
+            f.layout.border = "2px solid #c0392b" if err is not None and field == name else ""
         self.error.value = error_html(str(err)) if err is not None else ""
+
+    def show_valid(self, cls: DeviceClass) -> None:
+        """Normalise the memory text to human units once the row is valid (``2147483648`` -> ``2 GiB``)."""
+        text = _memory_text(cls.memory)
+        if self.fields["memory"].value != text:
+            self.fields["memory"].value = text
 
 
 class DevicesEditor:
@@ -142,6 +170,10 @@ class DevicesEditor:
         if not ok:
             self.message.value = error_html("not applied: fix the marked field; the last valid devices stay in force")
             return False
+        problem = self._check_pins(classes)
+        if problem is not None:
+            self.message.value = error_html(f"not applied: {problem}; the last valid devices stay in force")
+            return False
         try:
             cluster = Cluster(tuple(classes))
             self._syncing = True
@@ -150,10 +182,47 @@ class DevicesEditor:
             finally:
                 self._syncing = False
         except VizPlaceError as err:
+            self._mark_cluster_error(err)
             self.message.value = error_html(f"not applied: {err}; the last valid devices stay in force")
             return False
         self.message.value = ""
+        self._syncing = True
+        try:
+            for r, c in zip(self.rows, classes):
+                r.show_valid(c)
+        finally:
+            self._syncing = False
         return True
+
+    def _check_pins(self, classes) -> str | None:
+        """Why the new classes would remove a device a node is pinned to (marking the row's
+        count field), or ``None`` when every pin keeps its device."""
+        pins = self.state.pins
+        names = {c.name for c in classes}
+        for r, c in zip(self.rows, classes):
+            lost = sorted({d for d in pins.values() if d.startswith(f"{c.name}:")
+                           and d[len(c.name) + 1:].isdigit() and int(d[len(c.name) + 1:]) >= c.count},
+                          key=lambda d: int(d.split(":")[1]))
+            if lost:
+                nodes = [n for n, d in pins.items() if d == lost[-1]]
+                need = int(lost[-1].split(":")[1]) + 1
+                msg = (f"field 'count': {c.count} would remove {lost[-1]}, where node {nodes[0]!r} is pinned; "
+                       f"keep count >= {need} or unpin it first")
+                r.mark(msg, "count")
+                return msg
+        for n, d in pins.items():
+            cname = d.rsplit(":", 1)[0]
+            if cname not in names:
+                return f"class {cname!r} holds pinned device {d} (node {n!r}); unpin it first"
+        return None
+
+    def _mark_cluster_error(self, err) -> None:
+        """Outline the row (and field) a cluster-level error names (its ``device`` or ``field``)."""
+        device = getattr(err, "device", None)
+        cname = device.rsplit(":", 1)[0] if isinstance(device, str) else None
+        for r in self.rows:
+            if cname is not None and r.fields["name"].value.strip() == cname:
+                r.mark(str(err), getattr(err, "field", None) or "count")
 
     def add_class(self, kind: str | None = None) -> None:
         """Append a class (one device of the graph's first kind) and apply."""

@@ -23,12 +23,25 @@ from .devices_panel import DevicesEditor
 from .files_panel import FilesPanel
 from .graph_panel import GraphPanel
 from .metrics_panel import MetricsPanel
+from .overrides_panel import OverridesPanel
+from .pipeline_panel import PipelinePanel
 from .solver_panel import SolverPanel
 from .state import ExplorerState
+from .sweep_panel import EngineHandle, SweepPanel
 from .tradeoffs_panel import TradeoffsPanel
 
-TABS = ("Node & pins", "Devices", "Solver", "Metrics", "Trade-offs", "Load & export")
-_TAB_KEYS = {1: "devices", 2: "solver", 4: "tradeoffs", 5: "files"}
+TABS = ("Node & pins", "Devices", "Solver", "Metrics", "Pipeline", "Trade-offs", "Load & export", "Design sweep")
+_TAB_KEYS = {1: "devices", 2: "solver", 4: "pipeline", 5: "tradeoffs", 6: "files", 7: "sweeps"}
+
+#: The headline (title + figures) stays in view while working in the tabs: it is sticky, and
+#: the output area / widget boxes around the explorer must not clip it (their overflow: auto
+#: would make them the scroll container sticky positioning refers to).
+STICKY_CSS = """<style>
+.vp-headline { position: sticky; top: 0; z-index: 30; background: var(--jp-layout-color0, #fff);
+  border-bottom: 1px solid var(--jp-border-color2, #ddd); padding-bottom: 2px; }
+.vp-explorer, .jp-OutputArea-output:has(.vp-explorer), .jp-OutputArea-child:has(.vp-explorer),
+.jp-Cell-outputWrapper:has(.vp-explorer), .jp-Cell-outputArea:has(.vp-explorer) { overflow: visible !important; }
+</style>"""
 
 
 def resolve_graph(graph_or_path: Any, example_inputs: Any = None, *, overrides: Mapping[str, Any] | None = None,
@@ -74,19 +87,24 @@ class PlacementExplorer(W.VBox):
         ``depth``, ``training``, ``profile``, ``calibration`` (see
         :func:`viz_place.io.torch_import.import_torch`).
     cluster, placement, pins : optional starting devices, placement and pins
-        (default: the file's devices, every node on a host device, no pins).
+        (default: the file's devices, the quick starting placement of
+        :func:`viz_place.start.starting_placement` — the ``topo-fill`` baseline —, no pins).
     load_bokehjs : load BokehJS into the page (inline, no CDN); default: when in a kernel.
     workdir : where exports and sessions are written by default.
+    engine : the Dask engine of the sweeps (an ``EngineHandle``; default: worker threads in
+        this kernel, started on the first sweep).
 
     Attributes: ``state`` (the model), ``graph_panel``, ``devices``, ``solver``,
-    ``metrics``, ``tradeoffs``, ``files`` (the panels).
+    ``metrics``, ``overrides``, ``tradeoffs``, ``files`` (the panels); ``history`` (runs with
+    value, gap and bound) and ``figures()`` (the live Bokeh figures by name).
     """
 
     def __init__(self, graph_or_path: Any = None, example_inputs: Any = None, *,
                  overrides: Mapping[str, Any] | None = None, import_options: Mapping[str, Any] | None = None,
                  cluster: Cluster | None = None,
                  placement: Placement | None = None, pins: Mapping[str, str] | None = None,
-                 load_bokehjs: bool | None = None, workdir: str | os.PathLike = ".") -> None:
+                 load_bokehjs: bool | None = None, workdir: str | os.PathLike = ".",
+                 engine: EngineHandle | None = None) -> None:
         if load_bokehjs is None:
             load_bokehjs = in_kernel()
         if load_bokehjs:
@@ -95,22 +113,31 @@ class PlacementExplorer(W.VBox):
         self.state = ExplorerState(graph, cluster, placement, pins)
         self.graph_panel = GraphPanel(self.state)
         self.metrics = MetricsPanel(self.state)
+        self.overrides = OverridesPanel(self.state)
         # The other panels are built when their tab is first opened (or the attribute first
         # used): fewer widgets to create up front makes the explorer open faster.
+        # One Dask client (started on the first sweep) for the accelerator and design sweeps.
+        self.engine = engine if engine is not None else EngineHandle()
         self._factories = {"devices": lambda: DevicesEditor(self.state), "solver": lambda: SolverPanel(self.state),
-                           "tradeoffs": lambda: TradeoffsPanel(self.state),
-                           "files": lambda: FilesPanel(self.state, workdir=workdir)}
+                           "pipeline": lambda: PipelinePanel(self.state),
+                           "tradeoffs": lambda: TradeoffsPanel(self.state, engine=self.engine),
+                           "files": lambda: FilesPanel(self.state, workdir=workdir),
+                           "sweeps": lambda: SweepPanel(self.state, self.engine)}
         self._panels: dict[str, Any] = {}
         self._slots = {k: W.VBox() for k in self._factories}
-        self.tabs = W.Tab(children=[self.graph_panel.controls, self._slots["devices"], self._slots["solver"],
-                                    self.metrics.widget, self._slots["tradeoffs"], self._slots["files"]])
+        self.tabs = W.Tab(children=[W.VBox([self.graph_panel.controls, self.overrides.widget]),
+                                    self._slots["devices"], self._slots["solver"],
+                                    self.metrics.widget, self._slots["pipeline"], self._slots["tradeoffs"],
+                                    self._slots["files"], self._slots["sweeps"]])
         self.tabs.titles = TABS
         self.tabs.observe(self._on_tab, "selected_index")
         self.title = W.HTML()
         self.state.on("graph", lambda s, **_: self._title())
         self._title()
-        super().__init__([self.title, self.metrics.summary, self.graph_panel.bokeh, self.tabs],
-                         layout=W.Layout(width="100%"))
+        self.headline = W.VBox([W.HTML(STICKY_CSS), self.title, self.metrics.summary])
+        self.headline.add_class("vp-headline")
+        super().__init__([self.headline, self.graph_panel.bokeh, self.tabs],
+                         layout=W.Layout(width="100%", overflow="visible"))
         self.add_class("vp-explorer")
 
     # --- panels (built on first use) ------------------------------------------------
@@ -135,12 +162,20 @@ class PlacementExplorer(W.VBox):
         return self._panel("solver")
 
     @property
+    def pipeline(self) -> PipelinePanel:
+        return self._panel("pipeline")
+
+    @property
     def tradeoffs(self) -> TradeoffsPanel:
         return self._panel("tradeoffs")
 
     @property
     def files(self) -> FilesPanel:
         return self._panel("files")
+
+    @property
+    def sweeps(self) -> SweepPanel:
+        return self._panel("sweeps")
 
     def bokeh_widgets(self) -> list:
         """The embedded Bokeh figures built so far (graph, metrics, trade-offs, training curve)."""
@@ -149,7 +184,29 @@ class PlacementExplorer(W.VBox):
             out.append(self._panels["tradeoffs"].plots)
         if "solver" in self._panels:
             out.append(self._panels["solver"].curve_widget)
+        if "pipeline" in self._panels:
+            out += [self._panels["pipeline"].plots, self._panels["pipeline"].devices_plot]
+        if "sweeps" in self._panels:
+            out.append(self._panels["sweeps"].plot)
         return out
+
+    def figures(self) -> dict[str, Any]:
+        """The live Bokeh figures by name (building the tabs they live in): ``graph``,
+        ``pipeline``, ``latency_schedule``, ``devices_graph``, ``load``, ``memory``, ``pareto``
+        (runs: throughput vs latency), ``sweep``, ``curve`` (solver curve)."""
+        out = {"graph": self.graph_panel.view.figure}
+        out.update(self.pipeline.figures())
+        out.update(load=self.metrics.view.load_figure, memory=self.metrics.view.memory_figure,
+                   pareto=self.tradeoffs.view.scatter_figure, sweep=self.tradeoffs.view.sweep_figure,
+                   curve=self.solver.curve.figure)
+        return out
+
+    @property
+    def history(self) -> list[dict[str, Any]]:
+        """The runs so far (the ``start`` row first), each a dict with at least ``run``, ``solver``,
+        ``status``, ``objective``, ``value``, ``gap``, ``bound``, ``bound_source``, ``best_known``,
+        ``note`` and the evaluator's figures (``max_load``, ``throughput``, ``latency``...)."""
+        return self.state.history
 
     def refresh(self) -> None:
         """Re-send every figure in full (after a page reload with a running kernel, call this

@@ -40,7 +40,8 @@ def export_text(state, fmt_: str) -> str:
         return json.dumps(placement_to_dict(s.graph, s.cluster, s.placement, pins=s.pins, evaluation=s.evaluation),
                           indent=1, default=_json_default)
     if fmt_ == "paper":
-        return json.dumps(split_from_placement(s.graph, s.cluster, s.placement, s.evaluation.max_load), indent=1)
+        return json.dumps(split_from_placement(s.graph, s.cluster, s.placement, s.evaluation.max_load,
+                                               evaluation=s.evaluation), indent=1)
     if fmt_ == "csv":
         return placement_to_csv(s.graph, s.placement, s.pins)
     raise InputFormatError(f"unknown export format {fmt_!r}; choose one of {sorted(EXPORT_FORMATS)}")
@@ -154,7 +155,8 @@ class FilesPanel:
             if fmt_ == "ours":
                 write_placement(target, s.graph, s.cluster, s.placement, pins=s.pins, evaluation=s.evaluation)
             elif fmt_ == "paper":
-                write_paper_split(target, s.graph, s.cluster, s.placement, s.evaluation.max_load)
+                write_paper_split(target, s.graph, s.cluster, s.placement, s.evaluation.max_load,
+                                  evaluation=s.evaluation)
             else:
                 write_placement_csv(target, s.graph, s.placement, s.pins)
         except (VizPlaceError, OSError, ValueError) as err:

@@ -19,7 +19,8 @@ import math
 import ipywidgets as W
 
 from viz_place.errors import SolverError, VizPlaceError
-from viz_place.render import curve_view
+from viz_place.render import curve_view, reset_curve, stream_curve
+from viz_place.results import format_gap, objective_key
 from viz_place.solver_files import read_option_files
 from viz_place.solvers import list_solvers, run_solver
 
@@ -60,9 +61,10 @@ class SolverPanel:
         self.refresh_button.on_click(lambda _b: self.refresh())
         self.run_button.on_click(lambda _b: self.run())
         self.cancel_button.on_click(lambda _b: self.cancel())
-        self.widget = W.VBox([W.HBox([self.solver, self.refresh_button]), self.description, self.form_box,
+        # Run / Cancel / progress / status above the options: the dp form has nine of them.
+        self.widget = W.VBox([W.HBox([self.solver, self.refresh_button]), self.description,
                               W.HBox([self.run_button, self.cancel_button, self.progress]), self.status,
-                              self.curve_widget])
+                              self.curve_widget, self.form_box])
         self.refresh()
 
     def names(self) -> list[str]:
@@ -106,7 +108,7 @@ class SolverPanel:
         name, options = self.solver.value, self.form.options()
         s = self.state
         graph, cluster, pins = s.graph, s.cluster, dict(s.pins)
-        self.curve.curve.data = {"episode": [], "objective": [], "best": []}
+        reset_curve(self.curve, best_known=best_known_for(s, name, options))
         self.curve_widget.layout.display = "none"
         self.progress.value, self.progress.bar_style = 0.0, "info"
         self.status.value = f"running <b>{escape_text(name)}</b>\u2026"
@@ -121,11 +123,8 @@ class SolverPanel:
                 raise SolverError("the graph, devices or pins changed while solving; result discarded")
             row = s.apply_result(placement)
             self._finished()
-            self.progress.value, self.progress.bar_style = 1.0, "success"
-            tail = f" &middot; {escape_text(placement.message)}" if placement.message else ""
-            self.status.value = ok_html(
-                f"{name}: {placement.status}, max-load {fmt(row['max_load'])}, latency {fmt(row['latency'])}"
-                f"{'' if row['feasible'] else ' (violations!)'} in {fmt(placement.wall_time or 0, 3)} s") + tail
+            self.progress.value, self.progress.bar_style = 1.0, "success" if row["applied"] else "warning"
+            self.status.value = result_html(name, placement, row)
 
         def failed(err):
             self._finished()
@@ -162,23 +161,58 @@ class SolverPanel:
             self.status.value = "running\u2026 " + " &middot; ".join(bits)
         point = curve_point(p.data or {})
         if point is not None:
-            self.curve.curve.stream({k: [v] for k, v in point.items()})
+            stream_curve(self.curve, point)
             if self.curve_widget.layout.display == "none":
                 self.curve_widget.layout.display = None
+
+
+def best_known_for(state, name: str, options) -> float | None:
+    """The best feasible value so far of the objective this run optimises (its ``objective``
+    option, else the solver's), for the reference line on the solver curve."""
+    info = next((i for i in list_solvers(only_available=False) if i.name == name), None)
+    try:
+        objective = objective_key(getattr(options, "objective", None) or (info.objective if info else None))
+    except VizPlaceError:
+        return None
+    vals = [r.get("value") for r in state.history if r.get("objective") == objective and r.get("feasible", True)]
+    vals = [v for v in vals if isinstance(v, (int, float)) and math.isfinite(v)]
+    return min(vals) if vals else None
+
+
+def result_html(name: str, placement, row) -> str:
+    """The status line after a run: value, gap to the best lower bound, what "optimal" means here,
+    and (in orange) a kept placement or a worse result."""
+    head = (f"{escape_text(name)}: {escape_text(placement.status)}, max-load {fmt(row['max_load'])}, latency "
+            f"{fmt(row['latency'])}{'' if row['feasible'] else ' (violations!)'} in "
+            f"{fmt(placement.wall_time or 0, 3)} s &middot; gap {format_gap(row.get('gap'))}")
+    if row.get("bound") is not None:
+        head += f" to the lower bound {fmt(row['bound'])} ({escape_text(row['bound_source'])})"
+    out = ok_html("") + f'<span style="color:#1e7d32">{head}</span>'
+    if row.get("note"):
+        out += f" &middot; <i>{escape_text(row['note'])}</i>"
+    if placement.message:
+        out += f" &middot; {escape_text(placement.message)}"
+    if row.get("kept"):
+        out += f'<br><span style="color:#b9770e">&#9888; {escape_text(row["kept"])}</span>'
+    return out
 
 
 def curve_point(data) -> dict | None:
     """A training-curve point from a progress report's ``data``: x from ``episode``
     (or ``sweep``/``update``/``iteration``), y from ``objective`` and ``best``.
 
+    >>> curve_point({"sweep": 3, "objective": 2.5, "best": 2.0})
+    {'episode': 3, 'objective': 2.5, 'best': 2.0}
     >>> curve_point({"sweep": 3, "best": 2.0})
-    {'episode': 3, 'objective': 2.0, 'best': 2.0}
+    {'episode': 3, 'objective': nan, 'best': 2.0}
     >>> curve_point({"fraction": 0.5}) is None
     True
     """
     x = next((data[k] for k in ("episode", "sweep", "update", "iteration") if k in data), None)
-    obj = data.get("objective", data.get("best"))
+    obj = data.get("objective", math.nan)        # missing = no point on the episode line (not a copy of best)
     best = data.get("best", obj)
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in (x, obj, best)):
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (x, obj, best)):
         return None
-    return {"episode": x, "objective": obj, "best": best}
+    if not (math.isfinite(x) and math.isfinite(best)):
+        return None
+    return {"episode": x, "objective": obj if math.isfinite(obj) else math.nan, "best": best}

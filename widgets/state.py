@@ -8,21 +8,28 @@ Edits that would break the model are refused with a
 
 >>> from viz_place.samples import make_graph
 >>> s = ExplorerState(make_graph("chain", 6))
->>> s.move(s.graph.node_ids[0], "fpga:0"); s.placement[s.graph.node_ids[0]]
+>>> first = s.graph.node_ids[0]
+>>> s.placement[first]        # the starting placement (the topo-fill baseline) uses the accelerators
 'fpga:0'
->>> _ = s.undo(); s.placement[s.graph.node_ids[0]]
+>>> s.move(first, "cpu:0"); s.placement[first]
 'cpu:0'
+>>> _ = s.undo(); s.placement[first]
+'fpga:0'
+>>> [r["solver"] for r in s.history], s.placement_label()
+(['start'], 'start (topo-fill baseline)')
 """
 from __future__ import annotations
 
+import json
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from viz_place.cost import IncrementalEvaluator, compile_problem, evaluate
+from viz_place.cost import IncrementalEvaluator, compile_problem, evaluate, evaluate_indices
 from viz_place.errors import PlacementError
-from viz_place.model import Cluster, DeviceClass, OpGraph, Placement, validate_pins
+from viz_place.model import STATUSES, Cluster, DeviceClass, OpGraph, Placement, validate_pins
+from viz_place.results import annotate_rows, objective_key, placement_fields, simple_bound
 from viz_place.start import starting_placement
 
 EVENTS = ("graph", "cluster", "pins", "placement", "history", "selected")
@@ -51,6 +58,7 @@ class Snapshot:
     cluster: Cluster
     placement: Placement
     pins: tuple[tuple[str, str], ...]
+    base: int | None = None
 
 
 class ExplorerState:
@@ -69,7 +77,10 @@ class ExplorerState:
         self._undo: list[Snapshot] = []
         self._redo: list[Snapshot] = []
         self.selected: str | None = None
+        self.base: int | None = None      # the history run the current placement started from
+        self._bounds: dict[tuple, Any] = {}
         self._load(graph, cluster, placement, pins)
+        self._record_start()
 
     # --- listeners -------------------------------------------------------------
     def on(self, event: str, fn: Callable[..., None]) -> None:
@@ -92,21 +103,30 @@ class ExplorerState:
         self.evaluation = evaluation
         self._inc: IncrementalEvaluator | None = None
         self.selected = None
+        self.base = None
+        self._bounds = {}
 
     def set_graph(self, graph: OpGraph, cluster: Cluster | None = None, placement: Placement | None = None,
                   pins: Mapping[str, str] | None = None, history: list[dict[str, Any]] | None = None) -> None:
-        """Load a new graph (clears undo/redo; history replaced by ``history``)."""
+        """Load a new graph (clears undo/redo; history replaced by ``history``, else a
+        ``start`` row for the starting placement)."""
         with self._lock:
             self._load(graph, cluster, placement, pins)
-            self.history = list(history or [])
             self._undo.clear()
             self._redo.clear()
+            if history:
+                self.history = [dict(r) for r in history]
+                self.base = self._matching_run()
+                self._annotate()
+            else:
+                self.history = []
+                self._record_start()
         self._emit("graph")
         self._emit("history")
 
     # --- snapshots ------------------------------------------------------------------
     def _snapshot(self) -> Snapshot:
-        return Snapshot(self.cluster, self.placement, tuple(sorted(self.pins.items())))
+        return Snapshot(self.cluster, self.placement, tuple(sorted(self.pins.items())), self.base)
 
     def _commit(self, cluster: Cluster, placement: Placement, pins: Mapping[str, str], *,
                 evaluation=None, changed=None, undoable: bool = True) -> None:
@@ -150,6 +170,7 @@ class ExplorerState:
                 return False
             snap = src.pop()
             dst.append(self._snapshot())
+            self.base = snap.base
         self._commit(snap.cluster, snap.placement, dict(snap.pins), undoable=False)
         return True
 
@@ -251,26 +272,192 @@ class ExplorerState:
 
     # --- solver results and history ---------------------------------------------------------
     def apply_result(self, placement: Placement) -> dict[str, Any]:
-        """Install a solver's placement (undoable) and record it in the history."""
-        with self._lock:
-            self._commit(self.cluster, placement, self.pins)
-            return self.record()
+        """Install a solver's placement (undoable), record it in the history and return its row.
 
-    def record(self, label: str | None = None) -> dict[str, Any]:
-        """Append the current placement and its figures to the history; returns the row."""
-        p, ev = self.placement, self.evaluation
-        mem = [d.memory / d.memory_capacity for d in ev.devices if d.memory_capacity]
-        row = {"run": len(self.history) + 1, "solver": label or p.solver, "status": p.status,
-               "objective": p.objective, "max_load": ev.max_load, "throughput": ev.throughput,
-               "latency": ev.latency, "peak_memory_fraction": max(mem) if mem else None,
-               "feasible": ev.feasible, "wall_time": p.wall_time, "claimed_value": p.claimed_value,
-               "lower_bound": p.lower_bound, "bound_set": p.bound_set,
-               "devices": self.cluster.to_dict(), "assignment": dict(p.assignment),
-               "recorded_at": time.strftime("%H:%M:%S")}
+        A *cancelled* run whose value is worse than the current placement's (for its
+        objective, when the current one is feasible) is recorded but not installed: the
+        row has ``applied = False`` and a ``kept`` message (restore the run to use it).
+        Solver results clear the node selection.
+        """
         with self._lock:
-            self.history.append(row)
+            objective = objective_key(placement.objective)
+            evaluation = evaluate(self.graph, self.cluster, placement, pins=self.pins)
+            new, now = evaluation.value(objective), self.evaluation.value(objective)
+            if placement.status == "cancelled" and self.evaluation.feasible and new > now * (1 + 1e-12):
+                row = self._append(placement, evaluation)
+                row["applied"] = False
+                row["kept"] = (f"cancelled run reached {new:.6g}, worse than the current {now:.6g}: kept the "
+                               f"current placement (restore run #{row['run']} to use it)")
+            else:
+                if self.selected is not None:
+                    self.selected = None
+                    self._emit("selected")
+                self._undo.append(self._snapshot())
+                del self._undo[:-200]
+                self._redo.clear()
+                row = self._append(placement, evaluation)
+                row["applied"] = True
+                if new > now * (1 + 1e-12) and self.evaluation.feasible:
+                    row["kept"] = f"worse than the previous placement ({now:.6g}); undo to go back"
+                self.base = row["run"]
+                self._inc = None   # the incremental evaluator follows the old placement
+                self._commit(self.cluster, placement, self.pins, evaluation=evaluation, undoable=False)
         self._emit("history")
         return row
+
+    def record(self, label: str | None = None) -> dict[str, Any]:
+        """Append the current placement and its figures to the history; returns the row.
+        Later manual edits count as overrides of this run."""
+        with self._lock:
+            row = self._append(self.placement, self.evaluation, label)
+            self.base = row["run"]
+        self._emit("history")
+        self._emit("placement", changed=[])
+        return row
+
+    def _record_start(self) -> None:
+        """The ``start`` row: the placement the explorer opened on (no event)."""
+        with self._lock:
+            row = self._append(self.placement, self.evaluation, "start" if self.placement.solver in
+                               ("start", "manual") else None)
+            self.base = row["run"]
+
+    def _append(self, p: Placement, ev, label: str | None = None) -> dict[str, Any]:
+        mem = [d.memory / d.memory_capacity for d in ev.devices if d.memory_capacity]
+        row = {"run": max((r.get("run", 0) for r in self.history), default=0) + 1,
+               "solver": label or p.solver, "status": p.status,
+               "max_load": ev.max_load, "throughput": ev.throughput,
+               "latency": ev.latency, "peak_memory_fraction": max(mem) if mem else None,
+               "wall_time": p.wall_time, "claimed_value": p.claimed_value, "message": p.message,
+               "devices": self.cluster.to_dict(), "pins": dict(self.pins), "assignment": dict(p.assignment),
+               "recorded_at": time.strftime("%H:%M:%S")}
+        row.update(placement_fields(p, ev))
+        self.history.append(row)
+        self._annotate()
+        return row
+
+    # --- against the optimum ---------------------------------------------------------------
+    def simple_bound(self, objective: str = "max_load"):
+        """The simple lower bound (always valid) for the current graph and devices."""
+        key = (objective_key(objective), self.cluster)
+        if key not in self._bounds:
+            self._bounds[key] = simple_bound(self.graph, self.cluster, objective)
+        return self._bounds[key]
+
+    @staticmethod
+    def _setting(row: Mapping[str, Any]) -> tuple:
+        """(objective, devices, pins) of a row: bounds and best values compare only within one."""
+        return (row.get("objective") or "max_load", json.dumps(row.get("devices"), sort_keys=True),
+                json.dumps(row.get("pins") or {}, sort_keys=True))
+
+    def _annotate(self) -> None:
+        """Recompute bound / gap / best known of every row, per (objective, devices, pins):
+        a better bound found later improves the gaps of earlier rows."""
+        groups: dict[tuple, list[int]] = {}
+        for i, r in enumerate(self.history):
+            r.setdefault("objective", "max_load")
+            if r.get("value") is None and r["objective"] == "max_load":
+                r["value"] = r.get("max_load")
+            groups.setdefault(self._setting(r), []).append(i)
+        for key, idx in groups.items():
+            objective, devices = key[0], self.history[idx[0]].get("devices")
+            try:
+                cluster = Cluster.from_dict(devices) if devices else self.cluster
+                simple = self.simple_bound(objective) if cluster == self.cluster else \
+                    simple_bound(self.graph, cluster, objective)
+            except Exception:   # an old row with devices this graph cannot use: no simple bound
+                simple = None
+            for i, r in zip(idx, annotate_rows([self.history[i] for i in idx], simple)):
+                self.history[i].update({k: r[k] for k in ("bound", "bound_source", "gap", "best_known",
+                                                          "best_known_source", "note")})
+
+    def _matching_run(self) -> int | None:
+        """The last history run whose assignment is the current placement's (else the last run)."""
+        a = dict(self.placement.assignment)
+        for r in reversed(self.history):
+            if r.get("assignment") == a:
+                return r.get("run")
+        return self.history[-1].get("run") if self.history else None
+
+    def base_row(self) -> dict[str, Any] | None:
+        """The history row the current placement started from."""
+        return next((r for r in self.history if r.get("run") == self.base), None)
+
+    def placement_label(self) -> str:
+        """Where the current placement comes from, e.g. ``dp run #2 (optimal)`` or
+        ``manual: 2 overrides of dp run #2``."""
+        base = self.base_row()
+        if base is None:
+            return f"{self.placement.solver} ({self.placement.status})"
+        if base["solver"] == "start":
+            how = str(base.get("message") or "")
+            how = how[len("start: "):] if how.startswith("start: ") else how
+            how = how[len("the "):] if how.startswith("the ") else how
+            name = f"start ({how})" if how else "start"
+        else:
+            name = f"{base['solver']} run #{base['run']} ({base['status']})"
+        n = len(self.overrides(effects=False))
+        if n == 0 and dict(self.placement.assignment) == base.get("assignment"):
+            return name
+        what = f"{n} override{'s' if n != 1 else ''} of " if n else "edits of "
+        return f"manual: {what}{name}"
+
+    def standing(self) -> dict[str, Any]:
+        """The current placement against the optimum: ``objective``, ``value``, ``bound``,
+        ``bound_source``, ``gap``, ``best_known``, ``best_known_source``, ``note``, ``label``."""
+        base = self.base_row()
+        objective = (base or {}).get("objective") or "max_load"
+        here = {"solver": "current", "status": self.placement.status, "objective": objective,
+                "value": self.evaluation.value(objective), "feasible": self.evaluation.feasible}
+        key = self._setting({"objective": objective, "devices": self.cluster.to_dict(), "pins": self.pins})
+        same = [r for r in self.history if self._setting(r) == key]
+        if base is not None and base in same and base.get("assignment") == dict(self.placement.assignment):
+            here = dict(base)
+        rows = annotate_rows(same + [here] if here not in same else same, self.simple_bound(objective))
+        out = next(r for r in rows if r.get("run") == here.get("run") and r.get("solver") == here["solver"])
+        out["label"] = self.placement_label()
+        return out
+
+    # --- overrides: manual edits against the run they started from -------------------------
+    def overrides(self, *, effects: bool = True) -> list[dict[str, Any]]:
+        """Each colour group moved or pinned since the base run, with its effect on max-load:
+        the current max-load minus the max-load with that group put back where the base run
+        had it (positive = the override costs time per sample).
+
+        Rows: ``node`` (first node of the group), ``name``, ``nodes`` (group size), ``from``,
+        ``to``, ``pinned`` (a pin added or changed), ``effect`` (``None`` if the base device
+        no longer exists, or without ``effects``).
+        """
+        base = self.base_row()
+        if base is None:
+            return []
+        was, base_pins = base.get("assignment") or {}, base.get("pins") or {}
+        now = self.placement.assignment
+        out, groups = [], []
+        for group in self.graph.colocation_groups:
+            n0 = group[0]
+            moved = was.get(n0) is not None and was.get(n0) != now[n0]
+            pinned = any(n in self.pins and self.pins[n] != base_pins.get(n) for n in group)
+            if moved or pinned:
+                out.append({"node": n0, "name": self.graph.node(n0).name, "nodes": len(group),
+                            "from": was.get(n0, now[n0]), "to": now[n0], "pinned": pinned,
+                            "effect": 0.0 if not moved else None})
+                groups.append(group)
+        if not effects:
+            for o in out:
+                o["effect"] = None
+            return out
+        moved = [(o, g) for o, g in zip(out, groups) if o["from"] != o["to"] and self.cluster.has_device(o["from"])]
+        if moved and all(self.cluster.has_device(d) for d in now.values()):
+            # One full evaluation per override on index arrays (fast: no per-call set-up).
+            prob = compile_problem(self.graph, self.cluster)
+            dev = prob.to_index_array(self.placement)
+            current = evaluate_indices(prob, dev, overlap=self.evaluation.overlap).max_load
+            for o, group in moved:
+                back = dev.copy()
+                back[[self.graph.index[n] for n in group]] = self.cluster.device_index(o["from"])
+                o["effect"] = current - evaluate_indices(prob, back, overlap=self.evaluation.overlap).max_load
+        return out
 
     def restore_run(self, run: int) -> None:
         """Make history run number ``run`` the current placement (and its devices)."""
@@ -280,7 +467,13 @@ class ExplorerState:
         row = rows[0]
         cluster = Cluster.from_dict(row["devices"]) if row.get("devices") else self.cluster
         validate_pins(self.graph, cluster, self.pins)
-        placement = Placement(row["assignment"], solver=row["solver"] if row["solver"] != "start" else "manual",
-                              status=row["status"], objective=row.get("objective"),
+        placement = Placement(row["assignment"], solver=row["solver"] if row["solver"] != "start" else "start",
+                              status=row["status"] if row["status"] in STATUSES else "manual",
+                              objective=row.get("objective"),
                               claimed_value=row.get("claimed_value"), wall_time=row.get("wall_time"))
-        self._commit(cluster, placement, self.pins)
+        with self._lock:
+            self._undo.append(self._snapshot())
+            del self._undo[:-200]
+            self._redo.clear()
+            self.base = run
+        self._commit(cluster, placement, self.pins, undoable=False)

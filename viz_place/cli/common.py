@@ -1,4 +1,15 @@
-"""Shared pieces of the CLI: loading inputs, printing, exit codes."""
+"""Shared pieces of the CLI: loading inputs, printing, exit codes.
+
+>>> load_graph_arg("chain").name          # a sample name, when no such file exists
+'chain'
+>>> jsonable({"latency": float("inf"), "loads": [1.5, float("nan")]})
+{'latency': None, 'loads': [1.5, None]}
+>>> print_table(["device", "load"], [["fpga:0", 1 / 3], ["cpu:0", float("inf")]])
+device  load
+------  --------
+fpga:0  0.333333
+cpu:0   inf
+"""
 from __future__ import annotations
 
 import argparse

@@ -1,4 +1,18 @@
-"""``viz-place info`` and ``viz-place evaluate``."""
+"""``viz-place info`` and ``viz-place evaluate``.
+
+>>> import os, tempfile
+>>> from viz_place.cli.main import main
+>>> out = os.path.join(tempfile.mkdtemp(), "p.json")
+>>> main(["solve", "chain", "--solver", "topo-fill", "--out", out])         # doctest: +ELLIPSIS
+topo-fill: max_load value 8.6565 (heuristic) in ... s
+max-load 8.6565, throughput 0.11552, latency 30.3599, bottleneck fpga:3
+wrote .../p.json
+0
+>>> main(["evaluate", "chain", out, "--json"])                               # doctest: +ELLIPSIS
+{
+ "max_load": ...
+0
+"""
 from __future__ import annotations
 
 from ..cost import evaluate

@@ -6,6 +6,15 @@ exit with status 2 and one line on stderr naming the problem — never a
 traceback. A bug (:class:`~viz_place.errors.InternalError`, or any other
 unexpected exception) exits with status 1 and ``internal error (please report): ...``
 (``VIZ_PLACE_DEBUG=1`` shows the traceback for bug reports).
+
+>>> main(["info", "chain", "--json"])          # doctest: +ELLIPSIS
+{
+ "name": "chain",
+ "nodes": 24,
+ ...
+0
+>>> main(["info", "no-such-graph"])           # the one-line message goes to stderr
+2
 """
 from __future__ import annotations
 
@@ -22,7 +31,7 @@ from ..errors import InternalError, VizPlaceError
 EXIT_INTERNAL = 1
 
 #: Modules under viz_place.cli that add subcommands.
-COMMAND_MODULES = ("inspect_cmds", "solve_cmds", "import_cmd", "rl_cmds")
+COMMAND_MODULES = ("inspect_cmds", "solve_cmds", "import_cmd", "rl_cmds", "sweep_cmd")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -4,6 +4,13 @@ Example::
 
     viz-place train-rl --family residual,transformer --out my_policy.npz --minutes 5 --seed 0
     viz-place solve sample_graph --solver rl --policy my_policy.npz --time-limit 30
+    viz-place train-rl --family residual --out p.npz --workers 2          # rollouts on a local Dask cluster
+    viz-place train-rl --family residual --out p.npz --scheduler tcp://HOST:8786
+
+With ``--workers N`` or ``--scheduler ADDRESS`` every update's rollouts run on Dask workers,
+each from its own random stream: the same seed gives the same policy whatever the number
+of workers (``--workers 0``: the same streams in this process). Without either, training
+runs in this process exactly as before (the shipped policy's streams).
 """
 from __future__ import annotations
 
@@ -25,6 +32,11 @@ def add_parsers(sub) -> None:
     p.add_argument("--objective", choices=("max_load", "latency", "throughput"), default="max_load",
                    help="what the policy learns to minimise (throughput = max_load)")
     p.add_argument("--history", metavar="FILE", help="also write the training curve (JSON) here")
+    p.add_argument("--rollouts", type=int, default=4, help="sampled sweeps per update (default 4)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=int, metavar="N",
+                       help="run rollouts on N local Dask worker processes (0: per-rollout streams, in this process)")
+    where.add_argument("--scheduler", metavar="ADDRESS", help="run rollouts on an existing Dask cluster")
     p.add_argument("--json", action="store_true", help="print a JSON summary instead of progress lines")
     p.set_defaults(run=run_train)
 
@@ -41,7 +53,8 @@ def run_train(args) -> int:
     from ..solvers.rl import TrainConfig, train_policy
     families = tuple(f.strip() for f in args.family.split(",") if f.strip())
     cfg = TrainConfig(families=families, sizes=parse_sizes(args.sizes), n_graphs=args.graphs,
-                      updates=args.updates, seed=args.seed, minutes=args.minutes, objective=args.objective)
+                      updates=args.updates, seed=args.seed, minutes=args.minutes, objective=args.objective,
+                      rollouts=args.rollouts)
     every = max(1, cfg.updates // 20)
 
     def progress(ev) -> None:
@@ -49,12 +62,28 @@ def run_train(args) -> int:
             print(f"update {ev.data['episode']}: objective {fmt(ev.data['objective'])} of start, "
                   f"best {fmt(ev.data['best'])}", flush=True)
 
-    policy, history = train_policy(cfg, progress=progress)
+    if args.workers is None and args.scheduler is None:
+        policy, history = train_policy(cfg, progress=progress)
+    else:
+        import sys
+        from ..runtime.rl_distributed import train_policy_distributed
+        if args.workers is not None and args.workers < 0:
+            raise SolverError(f"--workers must be >= 0, got {args.workers}")
+
+        def on_engine(engine) -> None:
+            link = engine.dashboard_link
+            print(f"rollouts on Dask at {engine.address}" + (f"; dashboard: {link}" if link else ""),
+                  file=sys.stderr, flush=True)
+
+        policy, history = train_policy_distributed(cfg, scheduler=args.scheduler, workers=args.workers,
+                                                   progress=progress, on_engine=on_engine)
     out = policy.save(args.out)
     if args.history:
         atomic_write_json(args.history, jsonable(history))
     summary = {"out": str(out), "updates": len(history), "families": list(families),
-               "seconds": history[-1]["seconds"] if history else 0.0}
+               "seconds": history[-1]["seconds"] if history else 0.0,
+               "rollouts_on": policy.meta.get("rollouts_on", "this process"),
+               "workers_used": policy.meta.get("workers_used")}
     if args.json:
         print_json(summary)
     else:

@@ -1,9 +1,18 @@
-"""``viz-place solve`` and ``viz-place compare`` — generic over the solver registry."""
+"""``viz-place solve`` and ``viz-place compare`` — generic over the solver registry.
+
+>>> from viz_place.cli.main import main
+>>> main(["compare", "chain", "--solvers", "dp,topo-fill"])                  # doctest: +ELLIPSIS
+solver ...
+dp ...
+topo-fill ...
+0
+>>> main(["solve", "chain", "--solver", "no-such"])                          # the one-line error is on stderr
+2
+"""
 from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import sys
 
 from ..cost import evaluate
@@ -11,6 +20,7 @@ from ..errors import SolverError, VizPlaceError
 from ..io import write_paper_split, write_placement, write_placement_csv
 from ..model import OBJECTIVES
 from ..solver_files import read_option_files
+from ..results import OBJECTIVE_LABELS, annotate_rows, format_gap, objective_key, placement_fields, simple_bound
 from ..solvers import get_solver, list_solvers, make_options, run_solver
 from .common import (EXIT_INTERRUPTED, add_graph_args, cluster_for, finite_number, fmt, interrupt_to_cancel,
                      load_graph_arg, pins_for, positive_seconds, print_json, print_table)
@@ -107,7 +117,7 @@ def _run_one(info, opts, g, cluster, pins, cancel=None):
 
 def _write_out(args, g, cluster, placement, pins, ev) -> None:
     if args.format == "paper":
-        write_paper_split(args.out, g, cluster, placement, ev.max_load)
+        write_paper_split(args.out, g, cluster, placement, ev.max_load, evaluation=ev)
     elif args.format == "csv":
         write_placement_csv(args.out, g, placement, pins)
     else:
@@ -191,7 +201,9 @@ def _compare_options(names: list[str], args, g, cluster) -> dict[str, object]:
 
 
 def run_compare(args) -> int:
-    """Every solver in turn; exit 2 when every one of them fails, 130 when interrupted (rows so far printed)."""
+    """Every solver in turn, each against the optimum: best known value, the best proven lower
+    bound over all placements (a non-contiguous MILP's bound, or the simple bounds) and the gap.
+    Exit 2 when every one of them fails, 130 when interrupted (rows so far printed)."""
     g = load_graph_arg(args.graph, args)
     cluster = cluster_for(g, args.devices)
     pins = pins_for(g, cluster, args.pins)
@@ -204,24 +216,38 @@ def run_compare(args) -> int:
                 break
             info, opts = prepared[name]
             try:
-                rows.append(_row(*_run_one(info, opts, g, cluster, pins, cancel=interrupted)))
+                info, placement, ev = _run_one(info, opts, g, cluster, pins, cancel=interrupted)
+                row = _row(info, placement, ev)
+                row.update(placement_fields(placement, ev))
+                rows.append(row)
             except SolverError as err:
-                rows.append({"solver": name, "objective": info.objective, "value": None,
-                             "status": "error", "seconds": None, "message": str(err)})
-    best: dict[str, float] = {}
+                rows.append({"solver": name, "objective": objective_key(info.objective), "value": None,
+                             "status": "error", "seconds": None, "message": str(err), "feasible": False})
+    by_objective: dict[str, list[int]] = {}
+    for i, r in enumerate(rows):
+        by_objective.setdefault(r["objective"], []).append(i)
+    summaries = []
+    for objective, idx in by_objective.items():
+        simple = simple_bound(g, cluster, objective)
+        for i, r in zip(idx, annotate_rows([rows[i] for i in idx], simple)):
+            rows[i] = r
+        r0 = rows[idx[0]]
+        summaries.append((objective, r0["best_known"], r0["best_known_source"], r0["bound"], r0["bound_source"]))
     for r in rows:
-        v = r.get("value")
-        if isinstance(v, (int, float)) and math.isfinite(v) and r.get("feasible", False):
-            best[r["objective"]] = min(best.get(r["objective"], math.inf), v)
-    for r in rows:
-        b, v = best.get(r["objective"]), r.get("value")
-        r["ratio_to_best"] = (v / b if b else (1.0 if v == 0 else None)) if isinstance(v, (int, float)) and b is not None else None
+        b, v = r.get("best_known"), r.get("value")
+        r["ratio_to_best"] = (v / b if b else (1.0 if v == 0 else None)) \
+            if isinstance(v, (int, float)) and b is not None else None
     if args.json:
         print_json(rows)
     else:
-        print_table(["solver", "objective", "value", "status", "seconds", "ratio"],
-                    [[r["solver"], r["objective"], r.get("value"), r["status"], r.get("seconds"), r["ratio_to_best"]]
-                     for r in rows])
+        print_table(["solver", "objective", "value", "status", "gap", "seconds", "ratio", "note"],
+                    [[r["solver"], r["objective"], r.get("value"), r["status"], format_gap(r.get("gap")),
+                      r.get("seconds"), r["ratio_to_best"], r.get("note") or ""] for r in rows])
+        for objective, known, known_src, bound, bound_src in summaries:
+            label = OBJECTIVE_LABELS.get(objective, objective)
+            print(f"{label}: best known {fmt(known)}" + (f" ({known_src})" if known_src else "")
+                  + f"; best lower bound over all placements {fmt(bound)}" + (f" ({bound_src})" if bound_src else "")
+                  + "; gap = value / bound - 1")
     failed = [r for r in rows if r["status"] == "error"]
     if interrupted.is_set():
         print(f"viz-place: interrupted after {len(rows)} of {len(names)} solver(s)", file=sys.stderr)

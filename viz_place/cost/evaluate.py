@@ -1,6 +1,7 @@
 """The one cost evaluator: every number a user sees comes from here.
 
-Throughput semantics (DESIGN.md §2, the paper's model exactly):
+Throughput semantics (the paper's model exactly, generalised to device classes; the README's
+*Concepts and the cost model*):
 
 * compute of a device = sum of its nodes' latencies on that device;
 * communication of a device that pays communication: for every source node
@@ -33,6 +34,7 @@ import numpy as np
 
 from ..errors import PlacementError
 from ..model import Cluster, OpGraph, Placement
+from ..model.units import format_bytes
 from .compiled import CompiledProblem, compile_problem
 from .latency import single_sample_latency
 
@@ -252,7 +254,8 @@ def _violations_of(prob: CompiledProblem, dev: np.ndarray, node_lat: np.ndarray,
     names, ids = prob.device_names, prob.node_ids
     over = memory > prob.capacity * (1 + REL_TOL)
     for d in np.flatnonzero(over):
-        out.append(f"memory over capacity on device {names[d]}: {memory[d]:.6g} used of {prob.capacity[d]:.6g}")
+        out.append(f"memory over capacity on device {names[d]}: {format_bytes(memory[d])} used of "
+                   f"{format_bytes(prob.capacity[d])}")
     bad = np.flatnonzero(np.isinf(node_lat))
     for i in bad[:20]:
         kind = prob.cluster.devices[dev[i]].cls.kind

@@ -1,6 +1,6 @@
 """Single-sample latency under the paper's latency model (generalised).
 
-Rules (DESIGN.md §2, the authors' latency IP):
+Rules (the authors' latency IP, generalised; the README's *Concepts and the cost model*):
 
 * A device whose class does **not** pay communication (a host CPU) is treated as
   unlimited parallel cores: each of its nodes finishes at the latest finish of
@@ -126,8 +126,15 @@ def _components(prob: CompiledProblem, nodes: set[int]) -> list[list[int]]:
     return comps
 
 
-def single_sample_latency(prob: CompiledProblem, dev: Sequence[int]) -> tuple[float, list[float], str | None]:
-    """(latency, finish time per node, problem or None) for device indices ``dev``."""
+def single_sample_latency(prob: CompiledProblem, dev: Sequence[int], *, record: list | None = None
+                          ) -> tuple[float, list[float], str | None]:
+    """(latency, finish time per node, problem or None) for device indices ``dev``.
+
+    With ``record`` (a list), one dict per scheduled unit is appended to it:
+    ``{"device", "nodes", "start", "finish", "compute", "comm_in", "comm_out", "piece"}``
+    (a piece of an accelerator, or one node of a host device; ``comm_*`` include
+    the link factor). :func:`viz_place.cost.schedule.latency_schedule` draws on it.
+    """
     dev = [int(d) for d in dev]
     n = prob.n
     if n == 0:
@@ -191,6 +198,9 @@ def single_sample_latency(prob: CompiledProblem, dev: Sequence[int]) -> tuple[fl
                 if f > t:
                     t = f
             finish_unit[u] = t + float(lat[v, d])
+            if record is not None:
+                record.append({"device": d, "nodes": nodes, "start": t, "finish": finish_unit[u],
+                               "compute": float(lat[v, d]), "comm_in": 0.0, "comm_out": 0.0, "piece": False})
         else:
             members = set(nodes)
             t = finish_unit[prev_piece[u]] if u in prev_piece else 0.0
@@ -214,6 +224,9 @@ def single_sample_latency(prob: CompiledProblem, dev: Sequence[int]) -> tuple[fl
             comm_in = sum(tcost[p] for p in sources_in)
             start_unit[u] = t
             finish_unit[u] = t + compute + (comm_in + comm_out) * link[d]
+            if record is not None:
+                record.append({"device": d, "nodes": nodes, "start": t, "finish": finish_unit[u], "compute": compute,
+                               "comm_in": comm_in * link[d], "comm_out": comm_out * link[d], "piece": True})
         for w in out_edges[u]:
             indeg[w] -= 1
             if indeg[w] == 0:

@@ -4,8 +4,13 @@
 our node-link JSON, or (with the ``onnx`` extra) an ONNX model.
 :func:`load_placement` reads our placement JSON or the paper's split format.
 
->>> from viz_place.io import load_graph        # doctest: +SKIP
->>> g = load_graph("sample_graphs/residual.json")  # doctest: +SKIP
+>>> import os, tempfile
+>>> from viz_place.model import OpGraph
+>>> path = os.path.join(tempfile.mkdtemp(), "two.json")
+>>> write_nodelink(path, OpGraph.from_records([{"id": "a", "latency": {"cpu": 1.0}}, {"id": "b"}], [("a", "b")]))
+>>> g = load_graph(path)
+>>> g.num_nodes, g.num_edges
+(2, 1)
 """
 from __future__ import annotations
 
@@ -23,7 +28,8 @@ from .paper import (graph_from_paper_dict, graph_to_paper_dict, is_paper_graph, 
 from .placement_json import (placement_from_dict, placement_to_csv, placement_to_dict, read_cluster, read_pins,
                              write_placement, write_placement_csv)
 
-#: Extra graph readers by file suffix (``".onnx"`` is added by :mod:`viz_place.io.onnx`).
+#: Extra graph readers by file suffix. ``".onnx"`` is registered just below: a thin reader that imports
+#: :mod:`viz_place.io.onnx` (and the optional ``onnx`` package) on first use.
 GRAPH_READERS: dict[str, Callable[..., OpGraph]] = {}
 
 

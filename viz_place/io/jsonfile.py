@@ -7,6 +7,12 @@
 Traceback (most recent call last):
 ...
 viz_place.errors.InputFormatError: ...deep.json: JSON nested too deeply to read (more than ... levels)
+>>> path = os.path.join(tempfile.mkdtemp(), "bad.json")
+>>> _ = open(path, "w").write('{"nodes": [1, 2,]}')
+>>> read_json(path)
+Traceback (most recent call last):
+...
+viz_place.errors.InputFormatError: .../bad.json: invalid JSON at line 1 column 17: Expecting value
 """
 from __future__ import annotations
 

@@ -12,6 +12,16 @@ Split JSON: ``{"maxLoad": x, "cpus": [{"nodes": [...]}], "fpgas": [{"nodes": [..
 A split that lists only forward nodes (an inference split applied to a
 training graph) places each other node with its colour class, as the authors'
 evaluator does.
+
+>>> g = graph_from_paper_dict({"maxFPGAs": 1, "maxCPUs": 1, "maxSizePerFPGA": 10.0,
+...     "nodes": [{"id": 0, "cpuLatency": 4.0, "fpgaLatency": 1.0, "supportedOnFpga": True, "isBackwardNode": False},
+...               {"id": 1, "cpuLatency": 2.0, "fpgaLatency": 1.0, "supportedOnFpga": False, "isBackwardNode": False}],
+...     "edges": [{"sourceId": 0, "destId": 1, "cost": 0.5}]})
+>>> g.node_ids, [c.name for c in g.default_cluster.classes]
+(('0', '1'), ['fpga', 'cpu'])
+>>> p = placement_from_split(g, g.default_cluster, {"cpus": [{"nodes": [1]}], "fpgas": [{"nodes": [0]}]})
+>>> dict(p.assignment)
+{'0': 'fpga:0', '1': 'cpu:0'}
 """
 from __future__ import annotations
 
@@ -199,8 +209,16 @@ def read_paper_split(path: str | os.PathLike, graph: OpGraph, cluster: Cluster) 
 
 
 def split_from_placement(graph: OpGraph, cluster: Cluster, placement: Placement,
-                         max_load: float | None = None) -> dict[str, Any]:
-    """The paper's split dict for ``placement`` (artificial nodes left out)."""
+                         max_load: float | None = None, *, evaluation=None) -> dict[str, Any]:
+    """The paper's split dict for ``placement`` (artificial nodes left out).
+
+    Each device's ``load`` and the ``maxLoad`` come from ``evaluation`` (an
+    :class:`~viz_place.cost.Evaluation` of this placement) when given; without it they
+    are ``-1`` (unknown), as in the authors' files.
+    """
+    loads = {d.name: d.load for d in evaluation.devices} if evaluation is not None else {}
+    if max_load is None and evaluation is not None:
+        max_load = evaluation.max_load
     acc, host = _paper_classes(cluster)
 
     def raw_id(nid: str) -> Any:
@@ -213,13 +231,13 @@ def split_from_placement(graph: OpGraph, cluster: Cluster, placement: Placement,
         for dev in cluster.class_named(cname).instance_names():
             nodes = [raw_id(n) for n in graph.node_ids
                      if placement.assignment.get(n) == dev and not graph.node(n).artificial]
-            out[key].append({"load": -1, "nodes": nodes})
+            out[key].append({"load": loads.get(dev, -1), "nodes": nodes})
     return out
 
 
 def write_paper_split(path: str | os.PathLike, graph: OpGraph, cluster: Cluster, placement: Placement,
-                      max_load: float | None = None) -> None:
-    atomic_write_json(path, split_from_placement(graph, cluster, placement, max_load))
+                      max_load: float | None = None, *, evaluation=None) -> None:
+    atomic_write_json(path, split_from_placement(graph, cluster, placement, max_load, evaluation=evaluation))
 
 
 def graph_to_paper_dict(graph: OpGraph, cluster: Cluster | None = None) -> dict[str, Any]:

@@ -24,6 +24,16 @@ its JSON Pointer, with its value and the reason; reading restores them.
 (None, {'value': 'inf', 'why': 'a cycle'})
 >>> decode_non_finite(safe)["evaluation"]["latency"]
 inf
+
+>>> from viz_place.model import OpGraph, Cluster, Placement
+>>> g = OpGraph.from_records([{"id": "a", "latency": {"cpu": 1.0}}], [])
+>>> data = placement_to_dict(g, Cluster.paper(0, 1, None), Placement({"a": "cpu:0"}, solver="manual"))
+>>> placement, pins, cluster = placement_from_dict({"assignment": data["assignment"], "objective": "throughput"})
+>>> dict(placement.assignment), placement.objective, pins, cluster
+({'a': 'cpu:0'}, 'max_load', {}, None)
+>>> print(placement_to_csv(g, placement), end="")
+node,name,op_type,device,pinned
+a,a,op,cpu:0,0
 """
 from __future__ import annotations
 

@@ -35,6 +35,9 @@ from ..model.roofline import RooflineSpec
 from .costed import OpRecord, build_graph
 from .flops import op_flops
 
+#: The examples above need torch (tests/test_doctests.py skips them without it).
+__doctest_requires__ = ("torch",)
+
 #: ``torch.nn`` module class name -> ONNX op type.
 MODULE_OPS = {
     "Conv1d": "Conv", "Conv2d": "Conv", "Conv3d": "Conv",

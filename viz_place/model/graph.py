@@ -314,6 +314,45 @@ class OpGraph:
         return nodes, edges
 
 
+#: Largest total of a figure over the graph (latency per device kind, size, transfer cost) that is
+#: accepted. Solvers add and subtract such sums in double precision; past this the small figures are
+#: lost next to a huge one (``1e308 + 7 - 1e308 == 0``) or the sum overflows.
+MAX_TOTAL = 1e15
+
+
+def check_totals(g: nx.DiGraph) -> None:
+    """Refuse a graph whose latencies (per kind), sizes or transfer costs sum past :data:`MAX_TOTAL`,
+    naming the node with the largest such figure.
+
+    >>> g = nx.DiGraph()
+    >>> g.add_node("a", latency={"cpu": 1e308}, size=0.0, transfer_cost=0.0)
+    >>> check_totals(g)
+    Traceback (most recent call last):
+    ...
+    viz_place.errors.GraphValidationError: node 'a': latency on 'cpu' 1e+308 brings the graph's total to 1e+308, above the largest total accepted (1e+15): such sums lose the small figures in floating point
+    """
+    totals: dict[str, list] = {}   # figure -> [total, largest value, its node]
+    fields: dict[str, str] = {}
+
+    def add(what: str, node, value: float, field: str) -> None:
+        fields[what] = field
+        t = totals.setdefault(what, [0.0, -1.0, node])
+        t[0] += value
+        if value > t[1]:
+            t[1], t[2] = value, node
+    for n, a in g.nodes(data=True):
+        for kind, t in (a.get("latency") or {}).items():
+            add(f"latency on {kind!r}", n, float(t), "latency")
+        add("field 'size'", n, float(a.get("size") or 0.0), "size")
+        add("field 'transfer_cost'", n, float(a.get("transfer_cost") or 0.0), "transfer_cost")
+    for what, (total, value, node) in totals.items():
+        if not total <= MAX_TOTAL:
+            raise GraphValidationError(
+                f"node {node!r}: {what} {value:.6g} brings the graph's total to {total:.6g}, above the largest "
+                f"total accepted ({MAX_TOTAL:.6g}): such sums lose the small figures in floating point",
+                node=str(node), field=fields[what])
+
+
 def _check_source(source: Any) -> dict[str, Any] | None:
     if source is None:
         return None
@@ -327,10 +366,11 @@ def validate_graph(g: nx.DiGraph) -> None:
 
     Checks: at least one node, self-loops, cycles (naming one),
     negative/NaN/infinite numbers and missing latencies (done while normalising
-    attributes), backward -> forward edges.
+    attributes), backward -> forward edges, totals past :data:`MAX_TOTAL`.
     """
     if g.number_of_nodes() == 0:
         raise GraphValidationError("graph has no nodes: there is nothing to place", field="nodes")
+    check_totals(g)
     for u, v in nx.selfloop_edges(g):
         raise GraphValidationError(f"edge {u} -> {v}: self-loop", edge=(u, v), node=u)
     if not nx.is_directed_acyclic_graph(g):

@@ -1,129 +1,28 @@
-"""Bokeh figures of the explorer and the cheap updates that keep them current.
+"""Bokeh figures of the explorer beside the graph: the metrics (trade-offs and the solver
+curve are in :mod:`viz_place.render.charts`).
 
-The graph view is one figure: all edges as one light NaN-separated line,
-the edges that cross devices (the communication) as a second, darker line,
-nodes as one scatter coloured on the client by a ``device`` column through a
-categorical colour mapper (circles forward, triangles backward), rings round
-pinned nodes and a legend of devices with their loads. Recolouring after a
-solve or a move replaces only the ``device`` column and the (small) cross-edge
-line — the figure is never rebuilt. Canvas backend (WebGL is far slower under
-software GL).
+The graph figure is in :mod:`viz_place.render.graph_figure`, the pipeline and
+device-level views in :mod:`viz_place.render.pipeline_figure`. Canvas backend
+(WebGL is far slower under software GL).
 
 >>> from viz_place.samples import make_graph
+>>> from viz_place.cost import evaluate
 >>> from viz_place.model import Placement
 >>> g = make_graph("chain", 5)
->>> view = graph_view(g, g.default_cluster, Placement({n: "fpga:0" for n in g.node_ids}))
->>> view.nodes.data["device"][:2]
-['fpga:0', 'fpga:0']
->>> set_placement(view, g, Placement({n: "cpu:0" for n in g.node_ids}))
->>> view.nodes.data["device"][0]
-'cpu:0'
+>>> ev = evaluate(g, g.default_cluster, Placement({n: "fpga:0" for n in g.node_ids}))
+>>> metrics_view(ev, g.default_cluster).bars.data["device"][0]
+'fpga:0'
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
-from bokeh.models import (CategoricalColorMapper, ColumnDataSource, FactorRange, HoverTool, Legend, LegendItem,
-                          NumeralTickFormatter, TapTool)
+from bokeh.models import ColumnDataSource, FactorRange, HoverTool, NumeralTickFormatter
 from bokeh.plotting import figure
-from bokeh.transform import factor_mark
 
-from ..model import Cluster, OpGraph, Placement
-from .data import (NAN_COLOUR, device_bar_columns, device_colours, device_column, edge_polyline, legend_columns,
-                   node_columns, pareto_front, pin_columns)
-from .layout import layered_layout
-
-
-@dataclass(eq=False)
-class GraphView:
-    """The graph figure and the handles the explorer updates."""
-
-    figure: Any
-    nodes: ColumnDataSource
-    cross_edges: ColumnDataSource
-    pins: ColumnDataSource
-    legend: ColumnDataSource
-    mapper: CategoricalColorMapper
-    node_renderer: Any
-    positions: Any
-
-
-def graph_view(graph: OpGraph, cluster: Cluster, placement: Placement, *, pins: Mapping[str, str] | None = None,
-               evaluation=None, positions=None, height: int = 430) -> GraphView:
-    """Build the graph figure for ``placement`` (positions from :func:`layered_layout` by default)."""
-    pos = layered_layout(graph) if positions is None else positions
-    colours = device_colours(cluster)
-    mapper = CategoricalColorMapper(factors=list(colours), palette=list(colours.values()), nan_color=NAN_COLOUR)
-    p = figure(height=height, sizing_mode="stretch_width", output_backend="canvas",
-               tools="pan,wheel_zoom,box_zoom,reset,save", active_scroll="wheel_zoom",
-               title=f"{graph.name}: {graph.num_nodes} nodes, {graph.num_edges} edges")
-    p.y_range.min_interval = 6.0   # a one-row graph stays flat instead of filling the height with arcs
-    p.axis.visible = False
-    p.grid.visible = False
-    p.toolbar.logo = None
-    xs, ys = edge_polyline(graph, pos)
-    all_edges = ColumnDataSource({"x": xs, "y": ys})
-    p.line("x", "y", source=all_edges, line_color="#b8b8b8", line_width=0.8, line_alpha=0.8)
-    dev_col = device_column(graph, placement)
-    cxs, cys = edge_polyline(graph, pos, cross_only_for=dev_col)
-    cross = ColumnDataSource({"x": cxs, "y": cys})
-    cross_r = p.line("x", "y", source=cross, line_color="#222222", line_width=1.8, line_alpha=0.9,
-                     line_dash="dashed")
-    cols = node_columns(graph, pos)
-    cols["device"] = dev_col
-    nodes = ColumnDataSource(cols)
-    marker = factor_mark("dir", ["circle", "triangle"], ["forward", "backward"])
-    node_r = p.scatter("x", "y", source=nodes, size=10 if graph.num_nodes <= 500 else 7, marker=marker,
-                       fill_color={"field": "device", "transform": mapper}, line_color="#333333", line_width=0.5,
-                       selection_line_color="black", selection_line_width=3, selection_fill_alpha=1.0,
-                       nonselection_fill_alpha=0.45, nonselection_line_alpha=0.3)
-    pin_src = ColumnDataSource(pin_columns(graph, pos, pins or {}))
-    pin_r = p.scatter("x", "y", source=pin_src, marker="circle", size=18, fill_alpha=0, line_color="black",
-                      line_width=2.5)
-    leg_src = ColumnDataSource(legend_columns(cluster, evaluation))
-    leg_r = p.scatter("x", "y", source=leg_src, marker="square", size=12,
-                      fill_color={"field": "device", "transform": mapper}, line_color=None)
-    legend = Legend(items=[LegendItem(label={"field": "label"}, renderers=[leg_r]),
-                           LegendItem(label="cross-device edge (communication)", renderers=[cross_r]),
-                           LegendItem(label="pinned", renderers=[pin_r])],
-                    location="top_left", click_policy="none", label_text_font_size="9pt")
-    p.add_layout(legend, "right")
-    p.add_tools(HoverTool(renderers=[node_r], tooltips=[
-        ("node", "@name (@id)"), ("op", "@op (@dir)"), ("latency", "@lat"), ("memory", "@mem"),
-        ("device", "@device")]))
-    p.add_tools(TapTool(renderers=[node_r]))
-    return GraphView(p, nodes, cross, pin_src, leg_src, mapper, node_r, pos)
-
-
-def set_placement(view: GraphView, graph: OpGraph, placement: Placement | Mapping[str, str],
-                  changed: Sequence[int] | None = None) -> None:
-    """Recolour: replace the ``device`` column (or patch ``changed`` rows) and the cross edges."""
-    dev_col = device_column(graph, placement)
-    if changed is not None and len(changed) <= 64:
-        patches = [(int(i), dev_col[i]) for i in changed if view.nodes.data["device"][i] != dev_col[i]]
-        if patches:
-            view.nodes.patch({"device": patches})
-    else:
-        view.nodes.data.update(device=dev_col)
-    xs, ys = edge_polyline(graph, view.positions, cross_only_for=dev_col)
-    view.cross_edges.data = {"x": xs, "y": ys}
-
-
-def set_cluster(view: GraphView, cluster: Cluster, evaluation=None) -> None:
-    """New device list: new colour factors and legend rows."""
-    colours = device_colours(cluster)
-    view.mapper.update(factors=list(colours), palette=list(colours.values()))
-    set_legend(view, cluster, evaluation)
-
-
-def set_legend(view: GraphView, cluster: Cluster, evaluation=None) -> None:
-    view.legend.data = legend_columns(cluster, evaluation)
-
-
-def set_pins(view: GraphView, graph: OpGraph, pins: Mapping[str, str]) -> None:
-    view.pins.data = pin_columns(graph, view.positions, pins)
+from ..model import Cluster
+from .data import device_bar_columns
 
 
 # --- metrics -------------------------------------------------------------------
@@ -173,83 +72,4 @@ def set_metrics(view: MetricsView, evaluation, cluster: Cluster) -> None:
     view.bars.data = data
 
 
-# --- trade-offs ---------------------------------------------------------------------
-
-@dataclass(eq=False)
-class TradeoffView:
-    scatter_figure: Any
-    points: ColumnDataSource
-    front: ColumnDataSource
-    sweep_figure: Any
-    sweep: ColumnDataSource
-
-
-def tradeoff_view() -> TradeoffView:
-    """Throughput-vs-latency scatter of runs with the Pareto front, and the accelerator sweep."""
-    pts = ColumnDataSource({"throughput": [], "latency": [], "label": [], "colour": []})
-    front = ColumnDataSource({"throughput": [], "latency": []})
-    sc = figure(height=300, width=420, title="runs: throughput vs latency (line = Pareto front)",
-                x_axis_label="throughput (samples / time unit)", y_axis_label="latency", tools="pan,wheel_zoom,reset",
-                output_backend="canvas")
-    sc.line("throughput", "latency", source=front, line_color="#d62728", line_width=2)
-    r = sc.scatter("throughput", "latency", source=pts, size=9, fill_color="colour", line_color="black")
-    sc.add_tools(HoverTool(renderers=[r], tooltips=[("run", "@label"), ("throughput", "@throughput{0.0000}"),
-                                                    ("latency", "@latency{0.000}")]))
-    sw_src = ColumnDataSource({"count": [], "max_load": [], "label": []})
-    sw = figure(height=300, width=420, title="accelerator sweep: optimal max-load vs count",
-                x_axis_label="number of accelerators", y_axis_label="max-load (time per sample)",
-                tools="pan,wheel_zoom,reset", output_backend="canvas")
-    sw.line("count", "max_load", source=sw_src, line_width=2)
-    r2 = sw.scatter("count", "max_load", source=sw_src, size=8)
-    sw.add_tools(HoverTool(renderers=[r2], tooltips=[("accelerators", "@count"), ("max-load", "@max_load{0.000}"),
-                                                     ("status", "@label")]))
-    return TradeoffView(sc, pts, front, sw, sw_src)
-
-
-def tradeoff_columns(history: Sequence[Mapping[str, Any]]) -> tuple[dict[str, list], dict[str, list]]:
-    """(points, Pareto front) columns from history rows with ``throughput``/``latency``."""
-    keep = [h for h in history if _finite(h.get("throughput")) and _finite(h.get("latency"))]
-    palette = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
-    solvers = list(dict.fromkeys(h["solver"] for h in keep))
-    pts = {"throughput": [h["throughput"] for h in keep], "latency": [h["latency"] for h in keep],
-           "label": [f"#{h.get('run', '?')} {h['solver']} ({h.get('status', '')})" for h in keep],
-           "colour": [palette[solvers.index(h["solver"]) % len(palette)] for h in keep]}
-    idx = pareto_front(list(zip(pts["throughput"], pts["latency"])))
-    front = {"throughput": [pts["throughput"][i] for i in idx], "latency": [pts["latency"][i] for i in idx]}
-    return pts, front
-
-
-def set_tradeoffs(view: TradeoffView, history: Sequence[Mapping[str, Any]]) -> None:
-    pts, front = tradeoff_columns(history)
-    view.points.data = pts
-    view.front.data = front
-
-
-def set_sweep(view: TradeoffView, rows: Sequence[Mapping[str, Any]]) -> None:
-    """Rows ``{"count", "max_load", "status"}`` of a sweep, in count order."""
-    view.sweep.data = {"count": [r["count"] for r in rows],
-                       "max_load": [r["max_load"] if _finite(r["max_load"]) else math.nan for r in rows],
-                       "label": [str(r.get("status", "")) for r in rows]}
-
-
-def _finite(x: Any) -> bool:
-    return isinstance(x, (int, float)) and math.isfinite(x)
-
-
-# --- solver training curve ---------------------------------------------------------
-
-@dataclass(eq=False)
-class CurveView:
-    figure: Any
-    curve: ColumnDataSource
-
-
-def curve_view() -> CurveView:
-    """A live training curve (episode vs objective and best so far)."""
-    src = ColumnDataSource({"episode": [], "objective": [], "best": []})
-    f = figure(height=220, width=420, title="training curve", x_axis_label="episode / sweep",
-               y_axis_label="objective", tools="pan,wheel_zoom,reset", output_backend="canvas")
-    f.line("episode", "objective", source=src, line_alpha=0.6, legend_label="episode")
-    f.line("episode", "best", source=src, line_color="#d62728", line_width=2, legend_label="best")
-    f.legend.location = "top_right"
-    return CurveView(f, src)
+# The trade-offs charts and the solver curve live in :mod:`viz_place.render.charts`.

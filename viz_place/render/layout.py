@@ -4,10 +4,9 @@ Graphviz ``dot`` (through the optional ``pygraphviz`` package) gives the
 nicest pictures; without it a fast layered layout is used: nodes go to columns
 by topological generation (left to right) and, inside a column, are ordered by
 the mean height of their predecessors (one barycentre sweep), which keeps
-chains straight and branches apart. Deep graphs (thousands of columns, a few
-rows — typical DNNs) are folded into bands stacked top to bottom, like lines
-of text, so the picture fits a wide figure. 2,000 nodes take well under a
-second.
+chains straight and branches apart (no folding: the explorer draws large
+graphs collapsed into groups instead, see :mod:`viz_place.render.drawing`).
+2,000 nodes take well under a second.
 
 Positions are cached per (graph, method): graphs are immutable.
 
@@ -20,6 +19,7 @@ Positions are cached per (graph, method): graphs are immutable.
 from __future__ import annotations
 
 import importlib.util
+import threading
 import weakref
 
 import networkx as nx
@@ -59,10 +59,6 @@ def layered_layout(graph: OpGraph, *, method: str = "auto") -> np.ndarray:
     return pos
 
 
-#: Width / height (in layout units) that folding aims at, close to the explorer's figure.
-TARGET_ASPECT = 1.8
-
-
 def _layered_positions(graph: OpGraph) -> np.ndarray:
     g = graph.nx
     index = graph.index
@@ -79,24 +75,38 @@ def _layered_positions(graph: OpGraph) -> np.ndarray:
         for row, (_, i, _n) in enumerate(keyed):
             pos[i, 0] = col
             pos[i, 1] = row - (m - 1) / 2.0
-    return _fold(pos)
+    return pos
 
 
-def _fold(pos: np.ndarray) -> np.ndarray:
-    """Cut a too-wide layout into bands of columns stacked downwards."""
-    if len(pos) == 0:
-        return pos
-    cols = int(pos[:, 0].max()) + 1
-    height = float(pos[:, 1].max() - pos[:, 1].min()) + 3.0
-    bands = int(round(np.sqrt(cols / (TARGET_ASPECT * height))))
-    if bands <= 1 or cols <= 60:
-        return pos
-    per_band = int(np.ceil(cols / bands))
-    band = pos[:, 0] // per_band
-    out = pos.copy()
-    out[:, 0] = pos[:, 0] - band * per_band
-    out[:, 1] = pos[:, 1] - pos[:, 1].min() - band * height
-    return out
+_STDERR_LOCK = threading.Lock()
+
+
+def quiet_layout(a) -> None:
+    """``a.layout("dot")``, minus the harmless "Fontconfig warning" the wheel's bundled
+    fontconfig prints on stderr when it reads the system's newer config (it would show in
+    red under the notebook cell); anything else graphviz writes there is passed on."""
+    import os
+    import sys
+    import tempfile
+
+    try:
+        fd = sys.__stderr__.fileno()
+    except (AttributeError, OSError, ValueError):   # no real stderr (some embedders)
+        a.layout(prog="dot")
+        return
+    with _STDERR_LOCK, tempfile.TemporaryFile() as tmp:
+        saved = os.dup(fd)
+        try:
+            os.dup2(tmp.fileno(), fd)
+            a.layout(prog="dot")
+        finally:
+            os.dup2(saved, fd)
+            os.close(saved)
+        tmp.seek(0)
+        text = tmp.read().decode(errors="replace")
+    rest = [line for line in text.splitlines() if line.strip() and not line.startswith("Fontconfig warning")]
+    if rest:
+        sys.stderr.write("\n".join(rest) + "\n")
 
 
 def _dot_positions(graph: OpGraph) -> np.ndarray:  # pragma: no cover - needs pygraphviz
@@ -106,7 +116,7 @@ def _dot_positions(graph: OpGraph) -> np.ndarray:  # pragma: no cover - needs py
     for n in graph.node_ids:
         a.add_node(n)
     a.graph_attr.update(rankdir="LR", nodesep="0.1", ranksep="0.3")
-    a.layout(prog="dot")
+    quiet_layout(a)
     pos = np.zeros((graph.num_nodes, 2))
     for n, i in graph.index.items():
         x, y = (float(v) for v in a.get_node(n).attr["pos"].split(","))

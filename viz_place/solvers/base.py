@@ -15,7 +15,10 @@ function itself is described in :mod:`viz_place.solvers.contract`).
 
 Option fields carry UI hints in ``field(metadata=...)``: ``help``, ``min``,
 ``max``, ``choices`` (and ``aliases``: old spellings accepted on input);
-:func:`option_specs` lists them so forms build themselves.
+:func:`option_specs` lists them so forms build themselves. A field marked
+``"internal": True`` holds an object a caller filled in (``rl``'s loaded
+``weights``): it is accepted from Python, but not offered in forms and not part
+of :meth:`SolverOptions.to_dict` (so a placement's options stay plain JSON).
 
 >>> @dataclass(frozen=True)
 ... class DemoOptions(SolverOptions):
@@ -33,6 +36,7 @@ viz_place.errors.SolverError: unknown option(s) ['speed'] for DemoOptions; known
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 import threading
@@ -86,7 +90,9 @@ class SolverOptions:
                                                 "(leave it out for the solver's default)")
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The options as plain values (``internal`` fields left out); ``make_options`` reads it back."""
+        return {f.name: copy.deepcopy(getattr(self, f.name))
+                for f in dataclasses.fields(self) if not f.metadata.get("internal")}
 
 
 def _is_number(x: Any) -> bool:
@@ -171,6 +177,8 @@ def option_specs(cls: type) -> list[dict[str, Any]]:
     out = []
     hints = _type_hints(cls)
     for f in dataclasses.fields(cls):
+        if f.metadata.get("internal"):
+            continue
         default = f.default if f.default is not dataclasses.MISSING else (
             f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
         out.append({"name": f.name, "type": hints.get(f.name, type(default)), "default": default, **dict(f.metadata)})

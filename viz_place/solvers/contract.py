@@ -36,9 +36,30 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..cost import CompiledProblem, Evaluation, compile_problem, evaluate_indices
-from ..errors import InternalError, PlacementError
+from ..errors import InternalError, PlacementError, SolverError
 from ..model import BOUND_SETS, Cluster, OpGraph, Placement, canonical_objective, validate_pins
+from ..model.modules import has_module_paths
 from .base import make_options
+
+
+#: What a solver may need from its input graph (``SolverInfo.needs``), as said in the error; the test is
+#: :func:`viz_place.model.modules.has_module_paths` for ``"module_paths"``.
+NEEDS: dict[str, str] = {
+    "module_paths": "module paths (node field 'layer': the module an op ran in, such as '/transformer/h/0'; "
+                    "import a PyTorch model with `viz-place import hf:...` or "
+                    "viz_place.io.torch_import.import_torch(module, inputs))",
+}
+
+
+_HAS = {"module_paths": has_module_paths}
+
+
+def check_needs(info, graph: OpGraph) -> None:
+    """Refuse a graph that lacks what solver ``info`` needs (:data:`NEEDS`)."""
+    for need in getattr(info, "needs", ()):
+        if not _HAS[need](graph):
+            raise SolverError(f"solver {info.name!r}: graph {graph.name!r} has no {need.replace('_', ' ')}; it "
+                              f"needs {NEEDS[need]}", field="graph")
 
 
 @dataclass(frozen=True)
@@ -115,8 +136,10 @@ def objective_of(info, options: Any) -> Objective:
 
 
 def prepare(info, graph: OpGraph, cluster: Cluster, pins: Mapping[str, str] | None, options: Any) -> Problem:
-    """The one entry step: options validated into ``info.options_cls``, pins checked, problem compiled."""
+    """The one entry step: options validated into ``info.options_cls``, pins checked, the graph has what the
+    solver needs (``info.needs``), problem compiled."""
     opts = make_options(info.options_cls, options)
+    check_needs(info, graph)
     pins = validate_pins(graph, cluster, pins)
     return Problem(graph, cluster, pins, compile_problem(graph, cluster), opts, objective_of(info, opts))
 

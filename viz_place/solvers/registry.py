@@ -12,12 +12,12 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from ..errors import SolverError
 from ..model import Cluster, OpGraph, Placement, canonical_objective
 from .base import Hooks, Stopwatch
-from .contract import Problem, SolverResult, build_placement, prepare
+from .contract import NEEDS, Problem, SolverResult, build_placement, prepare
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,17 @@ class SolverInfo:
     (``"max_load"``, ``"latency"``, ``"max_forward_plus_max_backward"``, or
     ``"any"`` when it follows its ``objective`` option; ``"throughput"`` is read
     as ``"max_load"``); ``exact`` says whether its ``"optimal"`` status is a proof.
+
+    ``needs``: what the input graph must carry, from :data:`~viz_place.solvers.contract.NEEDS`
+    (``"module_paths"``: ``layer`` paths such as ``/encoder/block1``, as
+    :func:`viz_place.io.torch_fx.read_torch` gives them); :func:`run_solver`
+    refuses other graphs with a clear error and
+    :func:`viz_place.testing.check_solver` runs the solver on graphs that have
+    them. ``check_options``: the options ``check_solver``'s quick checks run it
+    with (small budgets that do not bind on its small graphs, so runs repeat
+    exactly). ``options_for``: a function ``(graph, cluster, pins) -> options``
+    for a solver that cannot run without graph-dependent options (``expert``'s
+    split); ``check_solver`` adds them to every run.
     """
 
     name: str
@@ -38,10 +49,16 @@ class SolverInfo:
     description: str
     exact: bool = False
     available: Callable[[], bool] = field(default=lambda: True)
+    needs: tuple[str, ...] = ()
+    check_options: Mapping[str, Any] = field(default_factory=dict)
+    options_for: Callable[[OpGraph, Cluster, dict], Mapping[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         if self.objective != "any":
             object.__setattr__(self, "objective", canonical_objective(self.objective))
+        unknown = sorted(set(self.needs) - set(NEEDS))
+        if unknown:
+            raise SolverError(f"solver {self.name!r}: unknown needs {unknown}; known: {sorted(NEEDS)}", field="needs")
 
 
 _REGISTRY: dict[str, SolverInfo] = {}

@@ -17,6 +17,7 @@ Every result goes through :func:`viz_place.solvers.run_solver`: the claimed valu
 >>> get_solver("pipedream").objective
 'max_load'
 """
+from ..groups import host_assignment
 from ..registry import SolverInfo, register
 from .expert import ExpertOptions, solve_expert
 from .fills import GreedyLatencyOptions, TopoFillOptions, solve_greedy_latency, solve_topo_fill, topo_fill
@@ -33,17 +34,19 @@ register(SolverInfo("topo-fill", solve_topo_fill, TopoFillOptions, "max_load",
                     "fill devices in topological order up to an equal share of compute"))
 register(SolverInfo("expert", solve_expert, ExpertOptions, "any",
                     "a given split (option assignment; the CLI reads -o path=FILE: placement JSON or the paper's "
-                    "split format)"))
+                    "split format)",
+                    options_for=lambda graph, cluster, pins: {"assignment": host_assignment(graph, cluster, pins)}))
 register(SolverInfo("pipedream", solve_pipedream, PipeDreamOptions, "max_load",
                     "PipeDream-style: linearise, then the optimal split of the chain over the devices"))
 register(SolverInfo("local-search", solve_local_search, LocalSearchOptions, "max_load",
-                    "hill climbing on max-load with group moves from random starts (seeded)"))
+                    "hill climbing on max-load with group moves from random starts (seeded)",
+                    check_options={"restarts": 2, "time_limit": 30.0}))
 register(SolverInfo("balanced-memory", solve_balanced_memory, BalancedMemoryOptions, "max_load",
                     "equal parameter bytes per device along the module order (device_map='balanced', DeepSpeed "
-                    "'parameters'; PyTorch imports only)"))
+                    "'parameters'; PyTorch imports only)", needs=("module_paths",)))
 register(SolverInfo("uniform-layers", solve_uniform_layers, UniformLayersOptions, "max_load",
                     "equal numbers of repeated blocks per stage (DeepSpeed partition_method='uniform'; "
-                    "PyTorch imports only)"))
+                    "PyTorch imports only)", needs=("module_paths",)))
 
 __all__ = ["BalancedMemoryOptions", "UniformLayersOptions", "solve_balanced_memory", "solve_uniform_layers",
            "ExpertOptions", "GreedyLatencyOptions", "LocalSearchOptions", "PipeDreamOptions", "SingleDeviceOptions",

@@ -15,6 +15,6 @@ from .solver import DPOptions, DPStats, solve
 
 register(SolverInfo(
     name="dp", solve=solve, options_cls=DPOptions, objective="max_load", exact=True,
-    description="exact dynamic program over ideals: optimal contiguous split for max-load (Tarnawski et al. 2020)"))
+    description="exact dynamic program over ideals: optimal pipeline split (contiguous: a chain of ideals) for max-load (Tarnawski et al. 2020)"))
 
 __all__ = ["DPOptions", "DPStats", "solve"]

@@ -99,6 +99,7 @@ class Tables:
         hmask = np.zeros((H, W), dtype=np.uint64)
         htc = np.zeros(H)
         for h, (mask, tc) in enumerate(hyperedges):
+            # a Python int bitmask over supernodes -> W little-endian uint64 words (bit v of the int = node v)
             hmask[h] = np.frombuffer(mask.to_bytes(8 * W, "little"), dtype="<u8")
             htc[h] = tc
         N = ideals.count
@@ -107,7 +108,7 @@ class Tables:
         wcut = np.zeros(N)
         bits = ideals.bits
         # down-closure of every hyperedge, to bound which ideals a cut hyperedge reaches
-        anc = [0] * K
+        anc = [0] * K      # anc[v]: bitmask of v and all its ancestors (an int, bit u = node u)
         preds: list[list[int]] = [[] for _ in range(K)]
         for v in range(K):
             for w in succs[v]:
@@ -124,13 +125,13 @@ class Tables:
             c = inside & outside
             if not c.any():
                 continue
-            cut[c, h // 64] |= np.uint64(1) << np.uint64(h % 64)
+            cut[c, h // 64] |= np.uint64(1) << np.uint64(h % 64)     # set bit h of the hyperedge bitset
             wcut[c] += htc[h]
             down, m = 0, mask
-            while m:
-                low = m & -m
-                m ^= low
-                down |= anc[low.bit_length() - 1]
+            while m:                                   # for each node v of the hyperedge, lowest first:
+                low = m & -m                           # the lowest set bit of m (two's complement trick)
+                m ^= low                               # ... cleared from m
+                down |= anc[low.bit_length() - 1]      # bit_length - 1 = its index v; add v's ancestors
             closure[c] |= np.frombuffer(down.to_bytes(8 * W, "little"), dtype="<u8")
         chains = chain_decomposition(K, succs)
         lanes = Lanes.for_chains(chains, K)
@@ -153,7 +154,7 @@ class Tables:
                    need_size=np.array([float(size_arr.sum()) > cc for cc in cap], dtype=bool))
 
     def subsets(self, i: int, J: np.ndarray, packed: np.ndarray | None = None) -> np.ndarray:
-        """Mask over ``J``: ``packed[J]`` (default: the ideals) ⊆ ideal ``i``."""
+        """Mask over ``J``: ``packed[J]`` (default: the ideals) ⊆ ideal ``i`` (see :func:`packed_subset_mask`)."""
         packed = self.pk if packed is None else packed
         g = self.guard
         top = self.pk[i] | g
@@ -174,6 +175,7 @@ class Tables:
         rows = np.flatnonzero(~self.subsets(i, J, self.dk))   # only these can share a cut hyperedge with I
         if rows.size == 0:
             return out
+        # the hyperedges I cuts: the set bits of its uint64 bitset, read byte by byte in little-endian bit order
         hs = np.flatnonzero(np.unpackbits(self.cut[i].view(np.uint8), bitorder="little"))
         hs = hs[hs < self.htc.size]
         if hs.size == 0:
@@ -206,86 +208,114 @@ def _states(counts: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
     return us, strides
 
 
-def run(t: Tables, threshold: float, *, check: Callable[[float], None] | None = None) -> RunResult:
-    """One DP pass skipping every set whose cost exceeds ``threshold`` (see the module docstring)."""
-    ids = t.ideals
-    N = ids.count
-    k = len(t.counts)
-    us, strides = _states(t.counts)
-    S = us.shape[0]
-    tgt, prev = [], []
-    for c in range(k):
-        sel = np.flatnonzero(us[:, c] > 0)       # state index == mixed-radix value, so sel is sorted
-        tgt.append(sel)
-        prev.append(sel - strides[c])
-    best = np.full((N, S), np.inf)
-    best[0] = 0.0
-    chJ = np.full((N, S), -1, dtype=np.int32)
-    chC = np.full((N, S), -1, dtype=np.int8)
-    scale = max(1.0, float(t.lower[-1]), float(np.max(t.comp[-1])) if N else 0.0)
-    tol = _REL * scale
-    bounded = math.isfinite(threshold)
-    T = threshold * (1 + _REL) + tol if bounded else np.inf
-    lower, lower_sorted, order = t.lower, t.lower_sorted, t.order
-    low_v = float(lower[-1])
-    counts = np.array(t.counts, dtype=np.int64)
-    if bounded:
-        cap_used = us @ (t.rho * T) + tol                  # lower-mass the used devices can hold
-        cap_left = (counts - us) @ (t.rho * T) + tol       # ... and the unused ones
-    pays_any = bool(t.pays.any())
-    pks, guard, P = t.pk_sorted, t.guard, t.guard.size
-    active = [c for c in range(k) if t.counts[c] > 0]
-    # reach[p]: the ideal at sorted position p has a finite state (a chain within T reaches it);
-    # a J without one can never improve best[I], so it is dropped before any cost is computed
-    pos_of = np.empty(N, dtype=np.int64)
-    pos_of[order] = np.arange(N)
-    reach = np.zeros(N, dtype=bool)
-    reach[pos_of[0]] = True
-    pairs = 0
-    for i in range(1, N):
-        if check is not None and i % 512 == 0:
-            check(i / N)
-        li = lower[i]
-        plan = []
-        if bounded:
-            alive = (li <= cap_used) & (low_v - li <= cap_left)
-            lo_all, hi_all = np.inf, -np.inf
-            for c in active:
-                a = alive[tgt[c]]
-                if not a.any():
-                    continue
-                pv = prev[c][a]
-                lo = max(li - t.rho[c] * T - tol, low_v - float(cap_left[pv].max()))
-                hi = min(li + tol, float(cap_used[pv].max()))
-                if lo > hi:
-                    continue
-                plan.append((c, tgt[c][a], pv, lo, hi))
-                lo_all, hi_all = min(lo_all, lo), max(hi_all, hi)
-            if not plan:
+def packed_subset_mask(top: np.ndarray, packed: np.ndarray, guard: np.ndarray) -> np.ndarray:
+    """Which columns of ``packed`` (P, m) are subsets of the ideal whose packed counts OR guard bits are ``top`` (P,).
+
+    An ideal meets each chain of the chain decomposition in a prefix, so
+    ``J ⊆ I`` iff on every chain J's count is at most I's. The counts sit in
+    lanes of a uint64 word, each lane with a guard bit above its count
+    (:class:`~.ideals.Lanes`); with the guard bits set in ``top = I | guard``,
+    ``top - J`` borrows from a lane's guard bit exactly when that lane's count
+    of J exceeds I's, and the guard stops the borrow from reaching the next
+    lane. So ``(top - J) & guard == guard`` — one subtraction per word — tests
+    every chain at once.
+
+    >>> guard = np.array([0b100_100], dtype=np.uint64)          # two lanes of 3 bits: counts 0..3
+    >>> top = np.array([0b010_001], dtype=np.uint64) | guard     # I: count 2 on chain 1, 1 on chain 0
+    >>> packed = np.array([[0b001_001, 0b010_000, 0b000_010]], dtype=np.uint64)
+    >>> packed_subset_mask(top, packed, guard).tolist()
+    [True, True, False]
+    """
+    mask = ((top[0] - packed[0]) & guard[0]) == guard[0]
+    for w in range(1, guard.size):
+        mask &= ((top[w] - packed[w]) & guard[w]) == guard[w]
+    return mask
+
+
+class _Pass:
+    """The state of one thresholded DP pass (see the module docstring): the tables ``best`` and, for the chain,
+    the previous ideal and the class chosen per state."""
+
+    def __init__(self, t: Tables, threshold: float) -> None:
+        self.t = t
+        N = t.ideals.count
+        self.k = len(t.counts)
+        self.usage, self.strides = _states(t.counts)
+        S = self.usage.shape[0]
+        # per class c: the states with u_c > 0 and the state each comes from (one device of class c fewer)
+        self.targets, self.sources = [], []
+        for c in range(self.k):
+            sel = np.flatnonzero(self.usage[:, c] > 0)   # state index == mixed-radix value, so sel is sorted
+            self.targets.append(sel)
+            self.sources.append(sel - self.strides[c])
+        self.best = np.full((N, S), np.inf)
+        self.best[0] = 0.0
+        self.prev_ideal = np.full((N, S), -1, dtype=np.int32)   # J of the last set I \\ J of the best chain
+        self.prev_class = np.full((N, S), -1, dtype=np.int8)    # the class of the device holding it
+        scale = max(1.0, float(t.lower[-1]), float(np.max(t.comp[-1])) if N else 0.0)
+        self.tol = _REL * scale
+        self.bounded = math.isfinite(threshold)
+        self.T = threshold * (1 + _REL) + self.tol if self.bounded else np.inf
+        self.low_total = float(t.lower[-1])
+        if self.bounded:
+            counts = np.array(t.counts, dtype=np.int64)
+            self.cap_used = self.usage @ (t.rho * self.T) + self.tol             # lower-mass the used devices hold
+            self.cap_left = (counts - self.usage) @ (t.rho * self.T) + self.tol  # ... and the unused ones
+        self.pays_any = bool(t.pays.any())
+        self.active = [c for c in range(self.k) if t.counts[c] > 0]
+        # reach[p]: the ideal at position p of ``order`` has a finite state (a chain within T reaches it);
+        # a J without one can never improve best[I], so it is dropped before any cost is computed
+        self.pos_of = np.empty(N, dtype=np.int64)
+        self.pos_of[t.order] = np.arange(N)
+        self.reach = np.zeros(N, dtype=bool)
+        self.reach[self.pos_of[0]] = True
+        self.pairs = 0
+
+    def windows(self, i: int):
+        """Per class, the alive target states, their source states and the window ``[lo, hi]`` of ``lower`` where
+        a candidate ``J`` must lie; plus the slice ``[start, stop)`` of ``order`` covering every window."""
+        t, li, tol = self.t, self.t.lower[i], self.tol
+        if not self.bounded:
+            plan = [(c, self.targets[c], self.sources[c], -np.inf, np.inf) for c in self.active]
+            return plan, 0, int(np.searchsorted(t.lower_sorted, li + tol, "right"))
+        alive = (li <= self.cap_used) & (self.low_total - li <= self.cap_left)
+        plan, lo_all, hi_all = [], np.inf, -np.inf
+        for c in self.active:
+            a = alive[self.targets[c]]
+            if not a.any():
                 continue
-            start = int(np.searchsorted(lower_sorted, lo_all, "left"))
-            stop = int(np.searchsorted(lower_sorted, hi_all, "right"))
-        else:
-            plan = [(c, tgt[c], prev[c], -np.inf, np.inf) for c in active]
-            start, stop = 0, int(np.searchsorted(lower_sorted, li + tol, "right"))
-        if stop <= start:
-            continue
-        top = t.pk[i] | guard
-        mask = ((top[0] - pks[0, start:stop]) & guard[0]) == guard[0]
-        mask &= reach[start:stop]
-        for w in range(1, P):
-            mask &= ((top[w] - pks[w, start:stop]) & guard[w]) == guard[w]
+            src = self.sources[c][a]
+            lo = max(li - t.rho[c] * self.T - tol, self.low_total - float(self.cap_left[src].max()))
+            hi = min(li + tol, float(self.cap_used[src].max()))
+            if lo > hi:
+                continue
+            plan.append((c, self.targets[c][a], src, lo, hi))
+            lo_all, hi_all = min(lo_all, lo), max(hi_all, hi)
+        if not plan:
+            return plan, 0, 0
+        return plan, int(np.searchsorted(t.lower_sorted, lo_all, "left")), \
+            int(np.searchsorted(t.lower_sorted, hi_all, "right"))
+
+    def candidates(self, i: int, start: int, stop: int):
+        """Ideals ``J ⊊ I_i`` among ``order[start:stop]`` (the packed subset test) that some chain within ``T``
+        reaches, and their positions in ``order``."""
+        t = self.t
+        mask = packed_subset_mask(t.pk[i] | t.guard, t.pk_sorted[:, start:stop], t.guard)
+        mask &= self.reach[start:stop]
         pos = np.flatnonzero(mask) + start
-        cand = order[pos]
+        cand = t.order[pos]
         keep = cand != i
-        cand, pos = cand[keep], pos[keep]
-        if cand.size == 0:
-            continue
-        pairs += int(cand.size)
-        lc = lower_sorted[pos] if bounded else None      # ascending: each class's window is a slice
+        return cand[keep], pos[keep]
+
+    def feasible_sets(self, i: int, plan, cand: np.ndarray, pos: np.ndarray):
+        """Per class of ``plan``: ``(a, ok, compute)`` over its window ``cand[a:b]`` (``ok``: ``I \\ J`` fits the
+        class — compute within ``T``, supported, not forbidden, within memory); and which candidates need their
+        communication (some paying class accepts them)."""
+        t, T = self.t, self.T
+        lc = t.lower_sorted[pos] if self.bounded else None      # ascending: each class's window is a slice
         oks = []
-        need = np.zeros(cand.size, dtype=bool) if pays_any else None
-        for c, tg, pv, lo, hi in plan:
+        need = np.zeros(cand.size, dtype=bool) if self.pays_any else None
+        for c, _targets, _sources, lo, hi in plan:
             if lc is not None:
                 a, b = int(np.searchsorted(lc, lo, "left")), int(np.searchsorted(lc, hi, "right"))
             else:
@@ -302,43 +332,72 @@ def run(t: Tables, threshold: float, *, check: Callable[[float], None] | None = 
             oks.append((a, ok, comp))
             if t.pays[c]:
                 need[a:b] |= ok
-        comm = None
-        if pays_any:
-            rows = np.flatnonzero(need)
-            comm = np.zeros(cand.size)
-            if rows.size:
-                comm[rows] = t.comm(i, cand[rows])
-        row_best = best[i]
-        for (c, tg, pv, _, _), (a, ok, comp) in zip(plan, oks):
+        return oks, need
+
+    def relax(self, i: int, plan, oks, cand: np.ndarray, comm: np.ndarray | None) -> None:
+        """``best[I, u] = min(best[I, u], max(best[J, u - e_c], cost_c(I \\ J)))`` over the feasible ``J``."""
+        t, row_best = self.t, self.best[i]
+        for (c, targets, sources, _, _), (a, ok, comp) in zip(plan, oks):
             sel = np.flatnonzero(ok)
             if sel.size == 0:
                 continue
             cost = comp[sel] + t.link[c] * comm[a + sel] if t.pays[c] else comp[sel]
             sel = sel + a
-            if bounded:
-                fit = cost <= T
+            if self.bounded:
+                fit = cost <= self.T
                 sel, cost = sel[fit], cost[fit]
                 if sel.size == 0:
                     continue
             J = cand[sel]
-            A = best[J][:, pv]                                # (m, a): whole rows, then the columns
+            A = self.best[J][:, sources]     # (m, a): best[J, u - e_c] per candidate and state (rows, then columns)
             np.maximum(A, cost[:, None], out=A)
             v = A.min(0)
-            better = v < row_best[tg]
+            better = v < row_best[targets]
             if better.any():
-                am = A[:, better].argmin(0)
-                ts = tg[better]
+                ts = targets[better]
                 row_best[ts] = v[better]
-                reach[pos_of[i]] = True
-                chJ[i, ts] = J[am]
-                chC[i, ts] = c
-    full = S - 1
-    value = float(best[N - 1, full])
-    chain: list[tuple[int, int, int]] = []
-    if math.isfinite(value):
-        i, u = N - 1, full
-        while i != 0:
-            c, j = int(chC[i, u]), int(chJ[i, u])
-            chain.append((c, j, i))
-            i, u = j, u - int(strides[c])
-    return RunResult(value=value, chain=chain, pairs=pairs)
+                self.reach[self.pos_of[i]] = True
+                self.prev_ideal[i, ts] = J[A[:, better].argmin(0)]
+                self.prev_class[i, ts] = c
+
+    def step(self, i: int) -> None:
+        """Fill ``best[I_i, :]``."""
+        plan, start, stop = self.windows(i)
+        if (self.bounded and not plan) or stop <= start:
+            return
+        cand, pos = self.candidates(i, start, stop)
+        if cand.size == 0:
+            return
+        self.pairs += int(cand.size)
+        oks, need = self.feasible_sets(i, plan, cand, pos)
+        comm = None
+        if self.pays_any:
+            rows = np.flatnonzero(need)
+            comm = np.zeros(cand.size)
+            if rows.size:
+                comm[rows] = self.t.comm(i, cand[rows])
+        self.relax(i, plan, oks, cand, comm)
+
+    def result(self) -> RunResult:
+        """The value at (all ideals, every device available) and its chain of sets, last first."""
+        N, full = self.t.ideals.count, self.usage.shape[0] - 1
+        value = float(self.best[N - 1, full])
+        chain: list[tuple[int, int, int]] = []
+        if math.isfinite(value):
+            i, u = N - 1, full
+            while i != 0:
+                c, j = int(self.prev_class[i, u]), int(self.prev_ideal[i, u])
+                chain.append((c, j, i))
+                i, u = j, u - int(self.strides[c])
+        return RunResult(value=value, chain=chain, pairs=self.pairs)
+
+
+def run(t: Tables, threshold: float, *, check: Callable[[float], None] | None = None) -> RunResult:
+    """One DP pass skipping every set whose cost exceeds ``threshold`` (see the module docstring)."""
+    dp = _Pass(t, threshold)
+    N = t.ideals.count
+    for i in range(1, N):
+        if check is not None and i % 512 == 0:
+            check(i / N)
+        dp.step(i)
+    return dp.result()

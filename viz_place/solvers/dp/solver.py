@@ -264,18 +264,20 @@ def solve(problem: Problem, opts: DPOptions, user_hooks: Hooks) -> SolverResult:
         if incumbent is None:
             raise SolverError("dp: cancelled before any placement was found") from None
         if timed_out[0]:
-            return finish(incumbent, "feasible", f"time limit of {opts.time_limit:g} s reached before the exact "
-                                                 "pass finished; returning the best placement found so far")
-        return finish(incumbent, "cancelled", "cancelled; returning the best placement found so far")
+            return finish(incumbent, "feasible", f"not proven optimal among pipeline splits: time limit of "
+                                                 f"{opts.time_limit:g} s reached before the exact pass finished; "
+                                                 "returning the best placement found so far")
+        return finish(incumbent, "cancelled", "cancelled: best so far among pipeline splits")
     if not math.isfinite(result.value):
         raise InfeasibleError(
-            f"dp: no contiguous placement fits: with {', '.join(f'{cl.count} x {cl.instances[0] if cl.pin_device else cl.name}' for cl in classes)} "
+            f"dp: no contiguous placement (pipeline split) fits: with {', '.join(f'{cl.count} x {cl.instances[0] if cl.pin_device else cl.name}' for cl in classes)} "
             f"every split breaks a memory limit, an unsupported op or a pin")
     assignment = _placement_from_chain(prob, ct, tables, classes, result.chain)
     coarsened = [text for flag, text in (
         (opts.contract_layers, "layers kept together"), (opts.linearize, "split along one topological order"),
         (ct.unsafe_merges, f"{ct.unsafe_merges} zero-cost leaves with memory merged into their neighbour")) if flag]
-    message = f"optimal among placements of the coarsened graph ({'; '.join(coarsened)})" if coarsened else ""
+    message = (f"optimal among pipeline splits of the coarsened graph ({'; '.join(coarsened)})" if coarsened
+               else "optimal among pipeline splits")
     hooks.report(1.0, f"optimum {result.value:.6g}", force=True)
     return finish(assignment, "feasible" if coarsened else "optimal", message, value=float(result.value))
 

@@ -16,13 +16,18 @@ from .backends import OPTIMALITY_TOL, MilpOptions, MilpResult, available_backend
 from .latency import LatencyIlpOptions
 from .max_load import IlpNoncontigOptions, IlpOptions
 
+#: Options of viz_place.testing.check_solver's quick checks: limits that do not bind on its small graphs.
+CHECK_OPTIONS = {"time_limit": 30.0}
+
 register(SolverInfo("ilp", max_load.solve, IlpOptions, "max_load",
-                    "integer program, contiguous splits (min max-load; CBC or HiGHS)", exact=True))
+                    "integer program, pipeline splits as dp (or per-device convex sets: -o device_cycles=true); "
+                    "min max-load; CBC or HiGHS", exact=True, check_options=CHECK_OPTIONS))
 register(SolverInfo("ilp-noncontig", max_load.solve, IlpNoncontigOptions, "max_load",
-                    "integer program, non-contiguous splits (min max-load; CBC or HiGHS)", exact=True))
+                    "integer program over all placements (non-contiguous; min max-load; CBC or HiGHS)", exact=True,
+                    check_options=CHECK_OPTIONS))
 register(SolverInfo("latency-ilp", latency.solve, LatencyIlpOptions, "latency",
                     "integer program for single-sample latency (contiguous, or up to q pieces per accelerator)",
-                    exact=True))
+                    exact=True, check_options=CHECK_OPTIONS))
 
 __all__ = ["OPTIMALITY_TOL", "MilpOptions", "MilpResult", "available_backends", "relative_gap", "solve_milp",
            "IlpOptions", "IlpNoncontigOptions", "LatencyIlpOptions"]

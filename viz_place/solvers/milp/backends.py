@@ -7,7 +7,7 @@ an optional warm start (values of the integer variables), progress reports
 solution found so far. PuLP objects stay inside the solver modules: the result
 is a plain :class:`MilpResult` (values keyed by variable name).
 
-* **CBC** runs as a child process (the binary PuLP ships). Its log is read line
+* **CBC** (:mod:`.cbc`) runs as a child process (the binary PuLP ships). Its log is read line
   by line for progress; cancel and the wall-clock deadline send ``SIGINT``,
   which makes CBC stop and still write its best solution (``SIGTERM`` would lose
   it).
@@ -27,11 +27,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
-import signal
-import subprocess
-import tempfile
-import threading
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -69,10 +64,8 @@ class MilpOptions(SolverOptions):
 
 
 #: Extra seconds after the time limit before the adapter stops a back-end itself.
-GRACE_SECONDS = 1.0
+GRACE_SECONDS = 0.0
 
-#: Seconds CBC gets to obey SIGINT (it only checks between phases) before it is killed.
-KILL_AFTER = 4.0
 
 
 def _cbc_command():
@@ -134,6 +127,7 @@ class MilpResult:
     stopped_by: str | None = None
     seconds: float = 0.0
     message: str = ""
+    note: str = ""          # what the caller should tell the user (e.g. a proof that was not trusted)
 
     @property
     def has_solution(self) -> bool:
@@ -170,7 +164,8 @@ def solve_milp(lp: pulp.LpProblem, *, backend: str = "cbc", time_limit: float | 
     if name == "highs":
         res = _solve_highs(lp, time_limit, gap, warm_start, hooks, threads)
     else:
-        res = _solve_cbc(lp, time_limit, gap, warm_start, hooks, threads)
+        from .cbc import solve_cbc
+        res = solve_cbc(lp, time_limit, gap, warm_start, hooks, threads)
     res.seconds = time.perf_counter() - start
     if res.has_solution:
         g = res.gap
@@ -178,14 +173,7 @@ def solve_milp(lp: pulp.LpProblem, *, backend: str = "cbc", time_limit: float | 
     return res
 
 
-# --------------------------------------------------------------------------- CBC
-_RE_SOLUTION = re.compile(r"(?:Integer solution of|MIPStart provided solution with cost) (\S+)")
-_RE_PROGRESS = re.compile(r"best solution (\S+), best possible (\S+)")
-_RE_BOUND = re.compile(r"^Lower bound:\s+(\S+)")
-_RE_OBJ = re.compile(r"^Objective value:\s+(\S+)")
-_RE_CONT_OBJ = re.compile(r"Continuous objective value is (\S+)")
-
-
+# --------------------------------------------------------------------------- shared
 def _num(text: str) -> float | None:
     try:
         v = float(text)
@@ -194,165 +182,12 @@ def _num(text: str) -> float | None:
     return v if math.isfinite(v) and abs(v) < 1e49 else None
 
 
-def _solve_cbc(lp, time_limit, gap, warm_start, hooks: Hooks, threads: int) -> MilpResult:
-    cmd = _cbc_command()
-    with tempfile.TemporaryDirectory(prefix="viz_place_cbc_") as tmp:
-        mps, sol, mst = (os.path.join(tmp, f) for f in ("model.mps", "model.sol", "start.mst"))
-        vs, var_names, con_names, _ = lp.writeMPS(mps, rename=1)
-        args = [cmd.path, mps]
-        if warm_start:
-            with open(mst, "w") as f:
-                f.write("Stopped on time - objective value 0\n")
-                for i, (orig, short) in enumerate(var_names.items()):
-                    if orig in warm_start:
-                        f.write(f"{i:>7} {short} {float(warm_start[orig]):>15} {0:>23}\n")
-            args += ["-mips", mst]
-        if time_limit is not None:
-            args += ["-sec", f"{float(time_limit):.3f}", "-timeMode", "elapsed"]
-        args += ["-ratio", repr(float(gap)), "-allow", "1e-9", "-threads", str(int(threads)),
-                 "-solve", "-printingOptions", "all", "-solution", sol]
-        proc, out_fd = _start(args)
-        lines: list[str] = []
-        reader = threading.Thread(target=_pump, args=(out_fd, lines), daemon=True)
-        reader.start()
-        t0 = time.perf_counter()
-        seen = 0
-        incumbent = bound = None
-        stopped_by = None
-        interrupted_at = last_signal = None
-        while proc.poll() is None:
-            time.sleep(0.05)
-            while seen < len(lines):
-                incumbent, bound = _parse_progress(lines[seen], incumbent, bound, hooks, t0, time_limit)
-                seen += 1
-            elapsed = time.perf_counter() - t0
-            if interrupted_at is None:
-                if hooks.cancelled:
-                    stopped_by = "cancel"
-                elif time_limit is not None and elapsed > time_limit + GRACE_SECONDS:
-                    stopped_by = "time limit"
-                if stopped_by:
-                    proc.send_signal(signal.SIGINT)
-                    interrupted_at = last_signal = elapsed
-            elif elapsed - interrupted_at > KILL_AFTER:
-                proc.kill()        # last resort (CBC's incumbent is lost; the caller keeps its warm start)
-            elif elapsed - last_signal > 1.0:
-                # CBC ignores a SIGINT that arrives before it installs its handler: repeat it
-                proc.send_signal(signal.SIGINT)
-                last_signal = elapsed
-        reader.join(timeout=2.0)
-        while seen < len(lines):
-            incumbent, bound = _parse_progress(lines[seen], incumbent, bound, hooks, t0, time_limit)
-            seen += 1
-        log = "".join(lines)
-        result_line = next((ln for ln in reversed(lines) if ln.startswith("Result - ")), "")
-        if stopped_by is None:
-            if "time limit" in result_line.lower() or "Stopped on time" in result_line:
-                stopped_by = "time limit"
-            elif "ctrl-c" in result_line.lower():
-                stopped_by = "cancel"
-        final_obj = final_bound = None
-        for ln in lines:
-            m = _RE_BOUND.match(ln)
-            if m:
-                final_bound = _num(m.group(1))
-            m = _RE_OBJ.match(ln)
-            if m:
-                final_obj = _num(m.group(1))
-        if not os.path.exists(sol):
-            if "infeasible" in result_line.lower():
-                return MilpResult("infeasible", "cbc", message=result_line.strip())
-            return MilpResult("no solution" if stopped_by else "error", "cbc", stopped_by=stopped_by,
-                              bound=bound, message=(result_line or log[-500:]).strip())
-        status, values, _, _, _, sol_status = cmd.readsol_MPS(sol, lp, vs, var_names, con_names)
-    if status == pulp.LpStatusInfeasible and sol_status != pulp.LpSolutionIntegerFeasible:
-        return MilpResult("infeasible", "cbc", message=result_line.strip() or "CBC: problem is infeasible")
-    if status == pulp.LpStatusUnbounded:
-        return MilpResult("unbounded", "cbc", message=result_line.strip())
-    has = sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible) or (
-        status == pulp.LpStatusOptimal)
-    if not has:
-        return MilpResult("no solution", "cbc", stopped_by=stopped_by, bound=bound,
-                          message=result_line.strip() or "CBC stopped without a solution")
-    objective = _objective_of(lp, values)
-    proven = status == pulp.LpStatusOptimal and sol_status == pulp.LpSolutionOptimal and stopped_by is None
-    if proven and "gap" not in result_line.lower():
-        best_bound = objective
-    else:
-        best_bound = final_bound if final_bound is not None else bound
-        if best_bound is None and proven:
-            best_bound = objective
-        if stopped_by is None and proven:
-            stopped_by = "gap"
-    return MilpResult("feasible", "cbc", values=values, objective=objective, bound=best_bound,
-                      stopped_by=stopped_by, message=result_line.strip())
-
-
-def _start(args):
-    """Start CBC with its output on a pseudo-terminal (so it is line-buffered and progress arrives live);
-    a plain pipe where no pty exists. Returns (process, file descriptor to read)."""
-    try:
-        import pty
-        master, slave = pty.openpty()
-    except (ImportError, OSError):
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        return proc, os.dup(proc.stdout.fileno())
-    try:
-        proc = subprocess.Popen(args, stdout=slave, stderr=slave, stdin=subprocess.DEVNULL, close_fds=True)
-    finally:
-        os.close(slave)
-    return proc, master
-
-
-def _pump(fd: int, lines: list[str]) -> None:
-    buf = b""
-    while True:
-        try:
-            chunk = os.read(fd, 65536)
-        except OSError:      # EIO: the pty's other side closed
-            chunk = b""
-        if not chunk:
-            break
-        buf += chunk
-        *done, buf = buf.split(b"\n")
-        lines.extend(d.decode("utf-8", "replace").rstrip("\r") + "\n" for d in done)
-    if buf:
-        lines.append(buf.decode("utf-8", "replace"))
-    os.close(fd)
-
-
-def _parse_progress(line: str, incumbent, bound, hooks: Hooks, t0: float, time_limit):
-    changed = new_incumbent = False
-    m = _RE_SOLUTION.search(line)
-    if m:
-        v = _num(m.group(1))
-        if v is not None and (incumbent is None or v < incumbent):
-            incumbent, changed, new_incumbent = v, True, True
-    m = _RE_PROGRESS.search(line)
-    if m:
-        b = _num(m.group(2))
-        if b is not None and (bound is None or b > bound):
-            bound, changed = b, True
-    m = _RE_CONT_OBJ.search(line)
-    if m and bound is None:
-        bound = _num(m.group(1))
-        changed = bound is not None
-    if changed:
-        _report(hooks, t0, time_limit, incumbent, bound, force=new_incumbent)
-    return incumbent, bound
-
-
 def _report(hooks: Hooks, t0: float, time_limit, incumbent, bound, force: bool = False) -> None:
     elapsed = time.perf_counter() - t0
     frac = min(1.0, elapsed / time_limit) if time_limit else None
     msg = "MILP: " + (f"best {incumbent:.6g}" if incumbent is not None else "no solution yet") + \
           (f", bound {bound:.6g}" if bound is not None else "")
     hooks.report(frac, msg, incumbent=incumbent, bound=bound, force=force)
-
-
-def _objective_of(lp, values: Mapping[str, float]) -> float:
-    obj = lp.objective
-    return float(sum(c * values.get(v.name, 0.0) for v, c in obj.items()) + (obj.constant or 0.0))
 
 
 # --------------------------------------------------------------------------- HiGHS
@@ -432,6 +267,7 @@ def _new_highs():
 
 def _solve_highs(lp, time_limit, gap, warm_start, hooks: Hooks, threads: int) -> MilpResult:
     import highspy
+    t_enter = time.perf_counter()      # converting the model counts against the time limit
     model, variables, col = _highs_model(lp)
     h = _new_highs()
     h.setOptionValue("output_flag", False)
@@ -439,7 +275,7 @@ def _solve_highs(lp, time_limit, gap, warm_start, hooks: Hooks, threads: int) ->
     h.setOptionValue("mip_abs_gap", 1e-9)
     h.setOptionValue("random_seed", 0)
     if time_limit is not None:
-        h.setOptionValue("time_limit", float(time_limit))
+        h.setOptionValue("time_limit", max(0.05, float(time_limit) - (time.perf_counter() - t_enter)))
     h.passModel(model)
     if warm_start:
         idx = [col[k] for k in warm_start if k in col]
@@ -453,7 +289,7 @@ def _solve_highs(lp, time_limit, gap, warm_start, hooks: Hooks, threads: int) ->
         if state["stopped_by"] is None and hooks.cancelled:
             state["stopped_by"] = "cancel"
         if state["stopped_by"] is None and time_limit is not None and \
-                time.perf_counter() - t0 > time_limit + GRACE_SECONDS:
+                time.perf_counter() - t_enter > time_limit + GRACE_SECONDS:
             state["stopped_by"] = "time limit"
         if state["stopped_by"]:
             e.interrupt()

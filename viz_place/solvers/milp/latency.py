@@ -52,8 +52,12 @@ from ..contract import Problem, SolverResult
 from ..groups import allowed_devices, nonconvex_devices
 from .backends import MilpOptions, solve_milp
 from .result import memory_diagnosis, milp_result
+from .max_load import add_assignment
 from .symmetry import add_symmetry_breaking, canonical, interchangeable_sets
 from .warm_start import best_warm_start, better_elsewhere_note, warm_start_note
+
+#: The examples above use the HiGHS back-end (tests/test_doctests.py skips them without it).
+__doctest_requires__ = ("highspy",)
 
 #: The set the bound of the one-piece model (q = 1) holds for; larger q: no bound is reported.
 BOUND_SET_ONE_PIECE = "convex"
@@ -86,20 +90,35 @@ def _loose_bound(prob, allowed) -> float:
 
 
 def build_model(prob, allowed, q: int, sym_sets, big_m: float):
-    """The PuLP model; returns ``(lp, x)`` with ``x[(g, d)]`` the group-device variables."""
+    """The PuLP model; returns ``(lp, x, X)``: ``x[(g, d)]`` the group-device variables, ``X[(v, (d, j))]``
+    node ``v`` in piece ``j`` of accelerator ``d``.
+
+    Built in the order of the module docstring: assignment, pieces, memory,
+    finish times, host chains, each accelerator piece, symmetry breaking; minimise ``T``.
+    """
     lp = pulp.LpProblem("latency", pulp.LpMinimize)
-    D, n, group = prob.num_devices, prob.n, prob.group
-    x = {(g, d): lp.add_variable(f"x_{g}_{d}", cat="Binary") for g, ds in enumerate(allowed) for d in ds}
-    for g, ds in enumerate(allowed):
-        lp += pulp.lpSum(x[g, d] for d in ds) == 1, f"assign_{g}"
-    accel = [d for d in range(D) if prob.pays[d] and any((g, d) in x for g in range(len(allowed)))]
-    hosts = [d for d in range(D) if not prob.pays[d]]
-    # node-slot variables
-    slots = [(d, j) for d in accel for j in range(q)]
+    x = add_assignment(lp, allowed)
+    accel = [d for d in range(prob.num_devices) if prob.pays[d] and any((g, d) in x for g in range(len(allowed)))]
+    hosts = [d for d in range(prob.num_devices) if not prob.pays[d]]
+    X = add_piece_membership(lp, prob, x, accel, q)
+    add_memory_rows(lp, prob, allowed, x, accel, hosts)
+    L, T = add_finish_times(lp, prob, allowed)
+    add_host_chains(lp, prob, x, hosts, L, T)
+    for d in accel:
+        previous = None
+        for j in range(q):
+            previous = add_piece(lp, prob, X, (d, j), q, L, big_m, after=previous)
+    add_symmetry_breaking(lp, x, len(allowed), sym_sets)
+    lp += T
+    return lp, x, X
+
+
+def add_piece_membership(lp, prob, x, accel, q: int) -> dict:
+    """``X[v, (d, j)]``: node ``v`` in piece ``j`` of accelerator ``d`` (``x`` itself when ``q = 1``)."""
     X: dict[tuple[int, tuple[int, int]], pulp.LpVariable] = {}
     for d in accel:
-        for v in range(n):
-            g = int(group[v])
+        for v in range(prob.n):
+            g = int(prob.group[v])
             if (g, d) not in x:
                 continue
             if q == 1:
@@ -108,32 +127,45 @@ def build_model(prob, allowed, q: int, sym_sets, big_m: float):
                 for j in range(q):
                     X[v, (d, j)] = lp.add_variable(f"p_{v}_{d}_{j}", cat="Binary")
                 lp += pulp.lpSum(X[v, (d, j)] for j in range(q)) == x[g, d]
+    return X
+
+
+def add_memory_rows(lp, prob, allowed, x, accel, hosts) -> None:
+    """Memory per capacity-limited device (accelerator rows normalised by the capacity)."""
+    def group_terms(d):
+        return [(x[g, d], float(prob.size[list(prob.groups[g])].sum())) for g in range(len(allowed)) if (g, d) in x]
+
     for d in accel:
         cap = prob.capacity[d]
         if math.isfinite(cap):
-            terms = [(x[g, d], float(prob.size[list(prob.groups[g])].sum())) for g in range(len(allowed))
-                     if (g, d) in x]
-            terms = [(v, s) for v, s in terms if s > 0]
+            terms = [(v, s) for v, s in group_terms(d) if s > 0]
             if terms and sum(s for _, s in terms) > cap:
                 scale = cap if cap > 0 else 1.0
                 lp += pulp.LpAffineExpression([(v, s / scale) for v, s in terms]) <= cap / scale, f"mem_{d}"
     for d in hosts:
         cap = prob.capacity[d]
         if math.isfinite(cap):
-            terms = [(x[g, d], float(prob.size[list(prob.groups[g])].sum())) for g in range(len(allowed))
-                     if (g, d) in x]
+            terms = group_terms(d)
             if terms:
                 lp += pulp.lpSum(s * v for v, s in terms) <= cap, f"mem_{d}"
-    # valid lower bounds: a node finishes no earlier than the longest chain of fastest latencies ending there
-    est = [0.0] * n
-    for v in range(n):
-        fastest = min(float(prob.lat[v, d]) for d in allowed[int(group[v])])
+
+
+def add_finish_times(lp, prob, allowed):
+    """``L[v]`` (finish time of node ``v``) and ``T`` (the latency), each bounded below by the longest chain of
+    fastest latencies ending there (a valid bound that tightens the relaxation)."""
+    est = [0.0] * prob.n
+    for v in range(prob.n):
+        fastest = min(float(prob.lat[v, d]) for d in allowed[int(prob.group[v])])
         est[v] = max((est[u] for u in prob.preds[v]), default=0.0) + fastest
-    L = [lp.add_variable(f"L_{v}", lowBound=est[v] * (1 - 1e-9)) for v in range(n)]
+    L = [lp.add_variable(f"L_{v}", lowBound=est[v] * (1 - 1e-9)) for v in range(prob.n)]
     T = lp.add_variable("T", lowBound=max(est, default=0.0) * (1 - 1e-9))
-    # host nodes: unlimited parallelism
-    for v in range(n):
-        g = int(group[v])
+    return L, T
+
+
+def add_host_chains(lp, prob, x, hosts, L, T) -> None:
+    """Hosts are unlimited: a node there finishes at its latest predecessor plus its own latency; ``T >= L``."""
+    for v in range(prob.n):
+        g = int(prob.group[v])
         host = {}
         for d in hosts:
             if (g, d) in x and prob.lat[v, d]:
@@ -144,63 +176,78 @@ def build_model(prob, allowed, q: int, sym_sets, big_m: float):
         for u in prob.preds[v]:
             lp += L[v] >= L[u] + host_lat
         lp += T >= L[v]
-    # accelerator pieces
-    start, fin = {}, {}
-    for s in slots:
-        d, j = s
-        sid = f"{d}_{j}"
-        members = [v for v in range(n) if (v, s) in X]
-        start[s] = lp.add_variable(f"start_{sid}", lowBound=0)
-        fin[s] = lp.add_variable(f"finish_{sid}", lowBound=0)
-        load: dict = {}
-        for v in members:
-            t = float(prob.lat[v, d])
-            if t:
-                load[X[v, s]] = load.get(X[v, s], 0.0) + t
-        # contiguity over all nodes and edges
-        z = [lp.add_variable(f"z_{v}_{sid}", lowBound=0, upBound=1) for v in range(n)]
-        for v in members:
-            lp += z[v] >= X[v, s]
-        for v in range(n):
-            for u in prob.preds[v]:
-                lp += z[v] <= z[u]
-                if (u, s) in X:
-                    lp += z[v] <= (X[v, s] if (v, s) in X else 0) - X[u, s] + 1
-        # inputs: a[u] = u outside the piece with a successor inside (any edge)
-        for u in range(n):
-            succ_in = [X[w, s] for w in dict.fromkeys(prob.succs[u]) if (w, s) in X and
-                       (q > 1 or int(group[w]) != int(group[u]))]
-            if succ_in:
-                a = lp.add_variable(f"a_{u}_{sid}", lowBound=0, upBound=1)
-                xu = X.get((u, s))
-                for xw in succ_in:
-                    lp += a >= (xw - xu if xu is not None else xw)
-                lp += start[s] >= L[u] - big_m * (1 - a)
-            # communication (data edges only), priced transfer_cost(u) * link(d)
-            pay = float(prob.tcost[u]) * float(prob.link[d])
-            data = [w for w in dict.fromkeys(prob.data_succs[u]) if q > 1 or int(group[w]) != int(group[u])]
-            if pay <= 0 or not data:
-                continue
-            xu = X.get((u, s))
-            xs = [X[w, s] for w in data if (w, s) in X]
-            if xu is None and not xs:
-                continue
-            c = lp.add_variable(f"c_{u}_{sid}", lowBound=0, upBound=1)
-            for xw in xs:
-                lp += c >= (xw - xu if xu is not None else xw)
-                if xu is not None:
-                    lp += c >= xu - xw
-            if xu is not None and len(xs) < len(data):
-                lp += c >= xu
-            load[c] = load.get(c, 0.0) + pay
-        lp += fin[s] == start[s] + pulp.LpAffineExpression(load), f"finish_{sid}"
-        for v in members:
-            lp += L[v] >= fin[s] - big_m * (1 - X[v, s])
-        if j > 0:
-            lp += start[s] >= fin[(d, j - 1)]
-    add_symmetry_breaking(lp, x, len(allowed), sym_sets)
-    lp += T
-    return lp, x, X
+
+
+def add_piece(lp, prob, X, slot, q: int, L, big_m: float, *, after=None):
+    """Piece ``slot = (d, j)``: convex, starts after its inputs (and after ``after``, the finish of piece
+    ``j - 1``), finishes after inputs + compute + outputs; its nodes finish with it. Returns its finish variable."""
+    d, j = slot
+    sid = f"{d}_{j}"
+    members = [v for v in range(prob.n) if (v, slot) in X]
+    start = lp.add_variable(f"start_{sid}", lowBound=0)
+    finish = lp.add_variable(f"finish_{sid}", lowBound=0)
+    load: dict = {}
+    for v in members:
+        t = float(prob.lat[v, d])
+        if t:
+            load[X[v, slot]] = load.get(X[v, slot], 0.0) + t
+    _add_piece_contiguity(lp, prob, X, slot, members, sid)
+    for u in range(prob.n):
+        _add_piece_input(lp, prob, X, slot, u, q, start, L[u], big_m, sid)
+        _add_piece_communication(lp, prob, X, slot, u, q, load, sid)
+    lp += finish == start + pulp.LpAffineExpression(load), f"finish_{sid}"
+    for v in members:
+        lp += L[v] >= finish - big_m * (1 - X[v, slot])
+    if after is not None:
+        lp += start >= after
+    return finish
+
+
+def _add_piece_contiguity(lp, prob, X, slot, members, sid) -> None:
+    """Convexity of the piece over all nodes and edges (``z`` is the piece's down-closure indicator)."""
+    z = [lp.add_variable(f"z_{v}_{sid}", lowBound=0, upBound=1) for v in range(prob.n)]
+    for v in members:
+        lp += z[v] >= X[v, slot]
+    for v in range(prob.n):
+        for u in prob.preds[v]:
+            lp += z[v] <= z[u]
+            if (u, slot) in X:
+                lp += z[v] <= (X[v, slot] if (v, slot) in X else 0) - X[u, slot] + 1
+
+
+def _add_piece_input(lp, prob, X, slot, u, q: int, start, finish_u, big_m: float, sid) -> None:
+    """``a[u]`` = ``u`` outside the piece with a successor inside (any edge); then the piece starts after ``u``."""
+    group = prob.group
+    succ_in = [X[w, slot] for w in dict.fromkeys(prob.succs[u]) if (w, slot) in X and
+               (q > 1 or int(group[w]) != int(group[u]))]
+    if succ_in:
+        a = lp.add_variable(f"a_{u}_{sid}", lowBound=0, upBound=1)
+        xu = X.get((u, slot))
+        for xw in succ_in:
+            lp += a >= (xw - xu if xu is not None else xw)
+        lp += start >= finish_u - big_m * (1 - a)
+
+
+def _add_piece_communication(lp, prob, X, slot, u, q: int, load: dict, sid) -> None:
+    """``c[u] >= |x(u) - x(w)|`` over ``u``'s data successors, priced ``transfer_cost(u) * link(d)`` in ``load``."""
+    d = slot[0]
+    group = prob.group
+    pay = float(prob.tcost[u]) * float(prob.link[d])
+    data = [w for w in dict.fromkeys(prob.data_succs[u]) if q > 1 or int(group[w]) != int(group[u])]
+    if pay <= 0 or not data:
+        return
+    xu = X.get((u, slot))
+    xs = [X[w, slot] for w in data if (w, slot) in X]
+    if xu is None and not xs:
+        return
+    c = lp.add_variable(f"c_{u}_{sid}", lowBound=0, upBound=1)
+    for xw in xs:
+        lp += c >= (xw - xu if xu is not None else xw)
+        if xu is not None:
+            lp += c >= xu - xw
+    if xu is not None and len(xs) < len(data):
+        lp += c >= xu
+    load[c] = load.get(c, 0.0) + pay
 
 
 def solve(problem: Problem, opts: LatencyIlpOptions, hooks: Hooks) -> SolverResult:
@@ -234,10 +281,10 @@ def solve(problem: Problem, opts: LatencyIlpOptions, hooks: Hooks) -> SolverResu
     if opts.warm_start:
         hooks.report(0.0, "warm start: greedy-latency and other baselines", force=True)
         warm = best_warm_start(problem, WARM_SOLVERS, accept=convex_ok,
-                               cancel=lambda: hooks.cancelled, budget=max(1.0, opts.time_limit / 4),
+                               cancel=lambda: hooks.cancelled, budget=max(0.1, opts.time_limit / 8),
                                options={"single-device": {"objective": "latency"},
-                                        "dp": {"time_limit": max(1.0, opts.time_limit / 4)}}, rejected=rejected,
-                               failures=failures)
+                                        "dp": {"time_limit": max(0.2, opts.time_limit / 8)}}, rejected=rejected,
+                               failures=failures, deadline=watch.start + 0.4 * opts.time_limit)
     if q > 1:   # the contiguous optimum first: a warm start and a fallback the evaluator always schedules
         hooks.report(0.0, "solving the contiguous model (q = 1) first", force=True)
         one = replace(opts, max_pieces_per_accelerator=1, time_limit=max(0.1, opts.time_limit / 3))
@@ -293,8 +340,8 @@ def solve(problem: Problem, opts: LatencyIlpOptions, hooks: Hooks) -> SolverResu
     result, value = milp_result(
         problem, solver="latency-ilp", res=res, ilp_dev=ilp_dev, warm=warm,
         bound_set=BOUND_SET_ONE_PIECE if q == 1 else None, extra_ok=check,
-        model_note="optimal means: over placements where each accelerator runs one contiguous piece"
-        if q == 1 else f"model: at most {q} contiguous pieces per accelerator, run in sequence")
+        scope="among placements where each accelerator runs one contiguous piece" if q == 1 else
+        f"among placements where each accelerator runs at most {q} contiguous pieces in sequence")
     notes = [better_elsewhere_note(value, rejected, "try a larger max_pieces_per_accelerator"),
              warm_start_note(failures)]
     if q > 1 and res.has_solution and res.objective is not None and \

@@ -14,9 +14,19 @@ Placement of DNN Graph Operators*), generalised to device classes and pins:
 * load of ``d`` = compute + communication (forward and backward parts kept
   apart for the training objective ``max_forward_plus_max_backward``);
   memory per device; ``T >= load(d)`` and minimise ``T``;
-* ``contiguous=True``: the authors' convexity constraints on every device
-  (CPUs included) over forward nodes and all edges between them
-  (``z[v, d] >= x(v, d)``, ``z[v, d] <= z[u, d]``, ``z[v, d] <= x(v, d) - x(u, d) + 1``);
+* ``contiguous=True`` (solver ``ilp``): **pipeline splits**, the DP's set —
+  the devices are put in an order (binary ``y[a, b]``: ``a`` before ``b``,
+  transitive) and every ordering edge (between forward nodes, colour classes
+  contracted, :func:`~viz_place.solvers.groups.pipeline_order`) stays on a
+  device or goes forward: ``x[s, d] + x[t, e] <= 1 + before(d, e)``. So no two
+  devices feed each other, and ``ilp`` and ``dp`` have the same optimum. The
+  convexity rows below are added too (pipeline splits are convex): they make
+  the relaxation much tighter;
+* ``contiguous=True, device_cycles=True``: the authors' IP instead — each
+  device's forward set is convex (CPUs included) over forward nodes and all
+  edges between them (``z[v, d] >= x(v, d)``, ``z[v, d] <= z[u, d]``,
+  ``z[v, d] <= x(v, d) - x(u, d) + 1``), which lets two devices feed each
+  other in a cycle (a larger set: its optimum can be lower);
 * symmetry breaking among identical, unpinned devices of one class: device
   ``k`` may take a group only if device ``k - 1`` already holds an earlier one.
 
@@ -25,15 +35,18 @@ heuristic baselines; the value returned is always the evaluator's figure for
 the placement returned.
 
 The bound the MILP proves holds for the placements its model allows:
-:data:`BOUND_SET` says which set, per ``contiguous`` (``"convex"`` for ``ilp``,
-``"any"`` for ``ilp-noncontig``).
+:func:`model_set` says which (``"pipeline"`` for ``ilp``, ``"convex"`` for
+``ilp -o device_cycles=true``, ``"any"`` for ``ilp-noncontig``), and every
+message starts with it (``optimal among pipeline splits``, ...).
 
 >>> from viz_place.solvers import run_solver
 >>> from viz_place.testing import random_instance
 >>> inst = random_instance(3)
 >>> p = run_solver("ilp", inst.graph, inst.cluster, pins=inst.pins, options={"backend": "highs", "time_limit": 10})
 >>> p.status, p.bound_set, 0 <= p.claimed_value - p.lower_bound <= 1e-6 * p.claimed_value
-('optimal', 'convex', True)
+('optimal', 'pipeline', True)
+>>> p.message.split(";")[0]
+'optimal among pipeline splits'
 """
 from __future__ import annotations
 
@@ -42,21 +55,32 @@ from dataclasses import dataclass, field
 import numpy as np
 import pulp
 
-from ...errors import InfeasibleError
+from ...errors import InfeasibleError, SolverError
 from ...model import OBJECTIVES as ALL_OBJECTIVES
 from ...model.objective import OBJECTIVE_ALIASES
 from ..base import Hooks, Stopwatch
 from ..contract import Problem, SolverResult
-from ..groups import allowed_devices, nonconvex_devices
+from ..groups import allowed_devices, device_cycle, nonconvex_devices, pipeline_order, set_text
 from .backends import MilpOptions, solve_milp
+from .pipeline import add_pipeline_constraints, pipeline_start_values
 from .result import memory_diagnosis, milp_result
 from .symmetry import add_symmetry_breaking, canonical, interchangeable_sets
 from .warm_start import best_warm_start, better_elsewhere_note, warm_start_note
 
+#: The examples above use the HiGHS back-end (tests/test_doctests.py skips them without it).
+__doctest_requires__ = ("highspy",)
+
 OBJECTIVES = tuple(o for o in ALL_OBJECTIVES if o != "latency")
 
-#: The set of placements the MILP's bound holds for, by ``contiguous`` (the model's feasible set).
-BOUND_SET = {True: "convex", False: "any"}
+#: The sets of placements the models optimise over (``bound_set`` of their proven bounds).
+SET_PIPELINE, SET_CONVEX, SET_ANY = "pipeline", "convex", "any"
+
+#: Share of the time limit the warm starts may use in all (the integer program gets the rest).
+WARM_SHARE = 0.4
+#: Building the model must end within this share of the time limit (else the warm start is returned):
+#: writing it out for the back-end and solving get the rest.
+BUILD_SHARE = 0.75
+
 
 #: Solvers tried, in this order, for the warm start (missing ones are skipped).
 WARM_SOLVERS = ("dp", "pipedream", "topo-fill", "single-device", "greedy-latency", "local-search")
@@ -70,7 +94,11 @@ class IlpOptions(MilpOptions):
     True
     """
 
-    contiguous: bool = field(default=True, metadata={"help": "each device's forward node set must be convex"})
+    contiguous: bool = field(default=True, metadata={
+        "help": "contiguous splits: pipeline splits (the DP's set), or per-device convex sets with device_cycles"})
+    device_cycles: bool = field(default=False, metadata={
+        "help": "with contiguous: only require each device's forward set to be convex (the authors' IP), which "
+                "lets two devices feed each other in a cycle; default: pipeline splits, as the DP"})
     objective: str = field(default="max_load", metadata={
         "help": "max_load, or max_forward_plus_max_backward (training: max forward load + max backward load)",
         "choices": OBJECTIVES, "aliases": OBJECTIVE_ALIASES})
@@ -83,24 +111,94 @@ class IlpOptions(MilpOptions):
 class IlpNoncontigOptions(IlpOptions):
     """Options of ``ilp-noncontig``: as :class:`IlpOptions`, ``contiguous`` off."""
 
-    contiguous: bool = field(default=False, metadata={"help": "each device's forward node set must be convex"})
+    contiguous: bool = field(default=False, metadata={
+        "help": "contiguous splits: pipeline splits (the DP's set), or per-device convex sets with device_cycles"})
 
 
-def build_model(prob, allowed, opts: IlpOptions, sym_sets):
-    """The PuLP model; returns ``(lp, x)`` with ``x[(g, d)]`` the assignment variables."""
+def model_set(opts: IlpOptions) -> str:
+    """The set of placements the model optimises over (its ``bound_set``).
+
+    >>> model_set(IlpOptions()), model_set(IlpOptions(device_cycles=True)), model_set(IlpNoncontigOptions())
+    ('pipeline', 'convex', 'any')
+    """
+    if not opts.contiguous:
+        return SET_ANY
+    return SET_CONVEX if opts.device_cycles else SET_PIPELINE
+
+
+class OutOfTime(Exception):
+    """Raised by :func:`build_model` when its ``check`` says the time is up."""
+
+
+def model_set(opts: IlpOptions) -> str:
+    """The set of placements the model optimises over (its ``bound_set``).
+
+    >>> model_set(IlpOptions()), model_set(IlpOptions(device_cycles=True)), model_set(IlpNoncontigOptions())
+    ('pipeline', 'convex', 'any')
+    """
+    if not opts.contiguous:
+        return SET_ANY
+    return SET_CONVEX if opts.device_cycles else SET_PIPELINE
+
+
+class OutOfTime(Exception):
+    """Raised by :func:`build_model` when its ``check`` says the time is up."""
+
+
+def build_model(prob, allowed, opts: IlpOptions, sym_sets, order=None, check=None):
+    """The PuLP model; returns ``(lp, x, y)`` with ``x[(g, d)]`` the assignment variables and
+    ``y`` the device-order variables of a pipeline model (``{}`` otherwise; ``order``:
+    :func:`~viz_place.solvers.groups.pipeline_order`, needed for it). ``check()`` is polled
+    while building; when it returns true, :class:`OutOfTime` is raised.
+
+    Built in the order of the module docstring: assignment, compute terms,
+    memory, communication, device order (pipeline splits), contiguity (also for
+    pipeline splits: they are convex, and the rows tighten the relaxation),
+    symmetry breaking, then the objective rows.
+    """
+    def poll() -> None:
+        if check is not None and check():
+            raise OutOfTime()
+    kind = model_set(opts)
     lp = pulp.LpProblem("max_load", pulp.LpMinimize)
-    D = prob.num_devices
-    group = prob.group
+    x = add_assignment(lp, allowed)
+    parts = compute_terms(prob, allowed, x)
+    add_memory_rows(lp, prob, allowed, x)
+    add_communication(lp, prob, x, parts, poll=poll)
+    y: dict = {}
+    if kind == SET_PIPELINE:
+        y = add_pipeline_constraints(lp, prob, x, order if order is not None else pipeline_order(prob), poll=poll)
+    if kind in (SET_CONVEX, SET_PIPELINE):
+        add_contiguity(lp, prob, x, poll=poll)
+    poll()
+    add_symmetry_breaking(lp, x, len(allowed), sym_sets)
+    poll()
+    add_objective(lp, prob, allowed, opts, parts)
+    return lp, x, y
+
+
+def add_assignment(lp, allowed) -> dict:
+    """Binary ``x[g, d]`` for every allowed (group, device) pair; each group on exactly one device."""
     x = {(g, d): lp.add_variable(f"x_{g}_{d}", cat="Binary") for g, ds in enumerate(allowed) for d in ds}
     for g, ds in enumerate(allowed):
         lp += pulp.lpSum(x[g, d] for d in ds) == 1, f"assign_{g}"
+    return x
 
-    def X(v, d):
-        return x.get((int(group[v]), d))
 
-    # per device: variable -> coefficient (duplicates summed) of compute / communication, forward / backward
-    parts: dict[tuple[str, bool], list[dict]] = {(k, b): [{} for _ in range(D)]
+def _x_of(prob, x, v, d):
+    """The assignment variable of node ``v``'s group on device ``d`` (``None``: not allowed there)."""
+    return x.get((int(prob.group[v]), d))
+
+
+def compute_terms(prob, allowed, x) -> dict:
+    """Load terms per (part, backward) per device: ``{variable: coefficient}`` (duplicates summed).
+
+    ``part`` is ``"compute"`` or ``"comm"``; this fills the compute part, and
+    :func:`add_communication` the other.
+    """
+    parts: dict[tuple[str, bool], list[dict]] = {(k, b): [{} for _ in range(prob.num_devices)]
                                                  for k in ("compute", "comm") for b in (False, True)}
+    group = prob.group
     for v in range(prob.n):
         for d in allowed[int(group[v])]:
             t = prob.lat[v, d]
@@ -108,8 +206,12 @@ def build_model(prob, allowed, opts: IlpOptions, sym_sets):
                 terms = parts["compute", bool(prob.backward[v])][d]
                 var = x[int(group[v]), d]
                 terms[var] = terms.get(var, 0.0) + float(t)
-    # memory (normalised by capacity for good numerics)
-    for d in range(D):
+    return parts
+
+
+def add_memory_rows(lp, prob, allowed, x) -> None:
+    """Memory per capacity-limited device (rows normalised by the capacity, for good numerics)."""
+    for d in range(prob.num_devices):
         cap = prob.capacity[d]
         if np.isfinite(cap):
             terms = [(x[g, d], float(prob.size[list(prob.groups[g])].sum()))
@@ -118,17 +220,23 @@ def build_model(prob, allowed, opts: IlpOptions, sym_sets):
             if terms and sum(s for _, s in terms) > cap:
                 scale = cap if cap > 0 else 1.0
                 lp += pulp.LpAffineExpression([(var, s / scale) for var, s in terms]) <= cap / scale, f"mem_{d}"
-    # communication indicators
+
+
+def add_communication(lp, prob, x, parts, poll=None) -> None:
+    """``c[u, d] >= |x(u, d) - x(v, d)|`` per data source ``u``, successor group and paying device ``d``."""
+    group = prob.group
     for u in range(prob.n):
+        if poll is not None and u % 64 == 0:
+            poll()
         cost = float(prob.tcost[u])
         succ_groups = {int(group[v]) for v in prob.data_succs[u]} - {int(group[u])}
         if cost <= 0 or not succ_groups:
             continue
-        for d in range(D):
+        for d in range(prob.num_devices):
             pay = cost * float(prob.link[d]) if prob.pays[d] else 0.0
             if pay <= 0:
                 continue
-            xu = X(u, d)
+            xu = _x_of(prob, x, u, d)
             others = [x[h, d] for h in sorted(succ_groups) if (h, d) in x]
             if xu is None and not others:
                 continue
@@ -142,53 +250,63 @@ def build_model(prob, allowed, opts: IlpOptions, sym_sets):
             if xu is not None and len(others) < len(succ_groups):
                 lp += c >= xu   # some successor cannot be on d at all
             parts["comm", bool(prob.backward[u])][d][c] = pay
-    # contiguity (convex forward set per device, CPUs included)
-    if opts.contiguous:
-        fwd_nodes = [v for v in range(prob.n) if not prob.backward[v]]
-        fwd_edges = [(u, v) for v in fwd_nodes for u in prob.preds[v] if not prob.backward[u]]
-        for d in range(D):
-            if not any((int(group[v]), d) in x for v in fwd_nodes):
-                continue
-            z = {v: lp.add_variable(f"z_{v}_{d}", lowBound=0, upBound=1) for v in fwd_nodes}
-            for v in fwd_nodes:
-                xv = X(v, d)
-                if xv is not None:
-                    lp += z[v] >= xv
-            for u, v in fwd_edges:
-                lp += z[v] <= z[u]
-                xu, xv = X(u, d), X(v, d)
-                if xu is not None:
-                    lp += z[v] <= (xv if xv is not None else 0) - xu + 1
-    add_symmetry_breaking(lp, x, len(allowed), sym_sets)
+
+
+def add_contiguity(lp, prob, x, poll=None) -> None:
+    """The authors' convexity rows: each device's forward node set is convex (CPUs included)."""
+    group = prob.group
+    fwd_nodes = [v for v in range(prob.n) if not prob.backward[v]]
+    fwd_edges = [(u, v) for v in fwd_nodes for u in prob.preds[v] if not prob.backward[u]]
+    for d in range(prob.num_devices):
+        if poll is not None:
+            poll()
+        if not any((int(group[v]), d) in x for v in fwd_nodes):
+            continue
+        z = {v: lp.add_variable(f"z_{v}_{d}", lowBound=0, upBound=1) for v in fwd_nodes}
+        for v in fwd_nodes:
+            xv = _x_of(prob, x, v, d)
+            if xv is not None:
+                lp += z[v] >= xv
+        for u, v in fwd_edges:
+            lp += z[v] <= z[u]
+            xu, xv = _x_of(prob, x, u, d), _x_of(prob, x, v, d)
+            if xu is not None:
+                lp += z[v] <= (xv if xv is not None else 0) - xu + 1
+
+
+def _add_load_rows(lp, var, d, parts, kinds, directions, name, overlap: bool) -> None:
+    """``var >= load of d`` over the given parts: one row (compute + communication) or, with
+    ``overlap``, one row per part (their max)."""
+    groups = [[(k, b) for k in kinds for b in directions]] if not overlap else \
+        [[(k, b) for b in directions] for k in kinds]
+    for i, keys in enumerate(groups):
+        terms: dict = {}
+        for key in keys:
+            for v, a in parts[key][d].items():
+                terms[v] = terms.get(v, 0.0) + a
+        if terms:
+            lp.addConstraint(var >= pulp.LpAffineExpression(terms), f"{name}_{d}_{i}")
+
+
+def add_objective(lp, prob, allowed, opts: IlpOptions, parts) -> None:
+    """``T >= load(d)`` for every device and minimise ``T`` (or ``T = F + B`` for the training objective)."""
     # every group runs somewhere: the max-load is at least its fastest compute
     floor = max((min(float(prob.lat[list(prob.groups[g]), d].sum()) for d in ds) for g, ds in enumerate(allowed)),
                 default=0.0)
     T = lp.add_variable("T", lowBound=floor * (1 - 1e-9) if opts.objective == "max_load" else 0)
-    def load_rows(var, d, kinds, directions, name):
-        # load = compute + communication, or with overlap max(compute, communication): one row per part
-        groups = [[(k, b) for k in kinds for b in directions]] if not opts.overlap else \
-            [[(k, b) for b in directions] for k in kinds]
-        for i, keys in enumerate(groups):
-            terms: dict = {}
-            for key in keys:
-                for v, a in parts[key][d].items():
-                    terms[v] = terms.get(v, 0.0) + a
-            if terms:
-                lp.addConstraint(var >= pulp.LpAffineExpression(terms), f"{name}_{d}_{i}")
-
+    loads = ("compute", "comm")
     if opts.objective == "max_load":
-        for d in range(D):
-            load_rows(T, d, ("compute", "comm"), (False, True), "load")
+        for d in range(prob.num_devices):
+            _add_load_rows(lp, T, d, parts, loads, (False, True), "load", opts.overlap)
         lp += T
     else:
         F = lp.add_variable("F", lowBound=0)
         B = lp.add_variable("B", lowBound=0)
-        for d in range(D):
-            load_rows(F, d, ("compute", "comm"), (False,), "fload")
-            load_rows(B, d, ("compute", "comm"), (True,), "bload")
+        for d in range(prob.num_devices):
+            _add_load_rows(lp, F, d, parts, loads, (False,), "fload", opts.overlap)
+            _add_load_rows(lp, B, d, parts, loads, (True,), "bload", opts.overlap)
         lp += T == F + B
         lp += T
-    return lp, x
 
 
 def solve(problem: Problem, opts: IlpOptions, hooks: Hooks) -> SolverResult:
@@ -206,35 +324,60 @@ def solve(problem: Problem, opts: IlpOptions, hooks: Hooks) -> SolverResult:
     allowed = allowed_devices(prob, pins)
     sym_sets = interchangeable_sets(prob, pins) if opts.symmetry_breaking else []
     fwd_mask = [not b for b in prob.backward.tolist()]
+    kind = model_set(opts)
+    order = pipeline_order(prob) if kind == SET_PIPELINE else None
 
-    def convex_ok(dev) -> bool:
-        return not nonconvex_devices(prob, dev, fwd_mask)
-
-    def contiguity_problem(dev):
-        bad = nonconvex_devices(prob, dev, fwd_mask) if opts.contiguous else set()
-        return f"forward set not contiguous on {', '.join(prob.device_names[d] for d in sorted(bad))}" if bad else None
+    def outside_model(dev) -> str | None:
+        """Why ``dev`` is outside the model's set (``None``: inside)."""
+        if kind == SET_PIPELINE:
+            cycle = device_cycle(prob, dev, order)
+            if cycle:
+                names = [prob.device_names[d] for d in cycle]
+                return f"not a pipeline split: {' -> '.join(names + names[:1])} feed each other"
+        elif kind == SET_CONVEX:
+            bad = nonconvex_devices(prob, dev, fwd_mask)
+            if bad:
+                return f"forward set not contiguous on {', '.join(prob.device_names[d] for d in sorted(bad))}"
+        return None
 
     warm = None
     rejected: list = []
     failures: list = []
     if opts.warm_start:
         hooks.report(0.0, "warm start: DP and heuristic baselines", force=True)
-        warm = best_warm_start(problem, WARM_SOLVERS, accept=convex_ok if opts.contiguous else None,
+        # the time limit covers everything: warm starts get at most WARM_SHARE of it (the DP a quarter)
+        tl = opts.time_limit
+        warm = best_warm_start(problem, WARM_SOLVERS,
+                               accept=(lambda dev: outside_model(dev) is None) if kind != SET_ANY else None,
                                cancel=lambda: hooks.cancelled,
-                               budget={"dp": max(1.0, opts.time_limit / 2), "*": max(1.0, opts.time_limit / 10)},
-                               options={"dp": {"time_limit": max(1.0, opts.time_limit / 2)},
-                                        "local-search": {"seed": 0, "restarts": 2,
-                                                         "time_limit": max(0.5, opts.time_limit / 10)}},
-                               rejected=rejected, failures=failures)
+                               budget={"dp": max(0.2, tl / 4), "*": max(0.1, tl / 20)},
+                               options={"dp": {"time_limit": max(0.2, tl / 4)},
+                                        "local-search": {"seed": 0, "restarts": 2, "time_limit": max(0.1, tl / 20)}},
+                               rejected=rejected, failures=failures,
+                               deadline=watch.start + WARM_SHARE * tl)
         if warm is not None:
             warm = (canonical(prob, warm[0], sym_sets), warm[1])
             value = problem.value(warm[0])
             hooks.report(0.0, f"warm start from {warm[1]}: {value:.6g}", incumbent=value, force=True)
     hooks.report(0.0, "building the integer program", force=True)
-    lp, x = build_model(prob, allowed, opts, sym_sets)
+    try:
+        lp, x, y = build_model(prob, allowed, opts, sym_sets, order,
+                               check=lambda: watch.elapsed > BUILD_SHARE * opts.time_limit or hooks.cancelled)
+    except OutOfTime:
+        if warm is None:
+            raise SolverError(f"{solver}: no solution in time: the time limit of {opts.time_limit:g} s ran out "
+                              "while building the integer program; raise the time limit") from None
+        stop = "cancelled" if hooks.cancelled else "time limit reached"
+        result, _ = milp_result(problem, solver=solver, res=None, ilp_dev=None, warm=warm, bound_set=None,
+                                extra_ok=outside_model, scope=set_text(kind),
+                                status_override="cancelled" if hooks.cancelled else None,
+                                model_note=f"{stop} while building the integer program")
+        return result
     start_values = None
     if warm is not None:
         start_values = {x[g, d].name: float(int(warm[0][prob.groups[g][0]]) == d) for (g, d) in x}
+        if y:
+            start_values.update(pipeline_start_values(prob, warm[0], y, order))
     remaining = max(0.1, opts.time_limit - watch.elapsed)
     res = solve_milp(lp, backend=opts.backend, time_limit=remaining, gap=opts.gap, warm_start=start_values,
                      hooks=hooks)
@@ -245,13 +388,17 @@ def solve(problem: Problem, opts: IlpOptions, hooks: Hooks) -> SolverResult:
             d = max(ds, key=lambda d: res.values.get(x[g, d].name, 0.0))
             ilp_dev[list(prob.groups[g])] = d
     if res.status == "infeasible" and warm is None:
-        extra = " with contiguous device sets" if opts.contiguous else ""
+        extra = f" {set_text(kind)}" if kind != SET_ANY else ""
         raise InfeasibleError(f"infeasible{extra}: {memory_diagnosis(prob, allowed)}")
-    result, value = milp_result(problem, solver=solver, res=res, ilp_dev=ilp_dev, warm=warm,
-                                bound_set=BOUND_SET[opts.contiguous], extra_ok=contiguity_problem,
+    result, value = milp_result(problem, solver=solver, res=res, ilp_dev=ilp_dev, warm=warm, bound_set=kind,
+                                extra_ok=outside_model, scope=set_text(kind),
                                 model_note="loads with overlap: max(compute, communication)" if opts.overlap else "")
     notes = [warm_start_note(failures)]
-    if opts.contiguous:
+    if kind == SET_PIPELINE:
+        notes.append(better_elsewhere_note(value, rejected, "-o device_cycles=true (per-device convex sets) or "
+                                           "solver ilp-noncontig allow such placements",
+                                           what="devices feeding each other"))
+    elif kind == SET_CONVEX:
         notes.append(better_elsewhere_note(value, rejected, "solver ilp-noncontig allows such placements"))
     result.message = "; ".join(filter(None, [result.message, *notes]))
     return result

@@ -4,6 +4,13 @@ with an honest status, message and the back-end's proven bound (shared by ``ilp`
 
 * :func:`milp_result` — the :class:`~viz_place.solvers.contract.SolverResult`;
 * :func:`memory_diagnosis` — a reason why no placement fits the memory.
+
+>>> from viz_place.cost import compile_problem
+>>> from viz_place.model import Cluster, OpGraph
+>>> g = OpGraph.from_records([{"id": "a", "latency": {"fpga": 1.0}, "size": 6.0},
+...                           {"id": "b", "latency": {"fpga": 1.0}, "size": 6.0}], [])
+>>> memory_diagnosis(compile_problem(g, Cluster.paper(1, 0, 10.0)), [[0], [0]])
+'nodes that can only go to memory-limited devices need 12 in total but fpga:0 offer 10'
 """
 from __future__ import annotations
 
@@ -36,7 +43,8 @@ def memory_diagnosis(prob: CompiledProblem, allowed: list[list[int]]) -> str:
 def milp_result(problem: Problem, *, solver: str, res: MilpResult | None, ilp_dev: np.ndarray | None,
                 warm: tuple[np.ndarray, str] | None, bound_set: str | None,
                 extra_ok: Callable[[np.ndarray], str | None] | None = None,
-                model_note: str = "") -> tuple[SolverResult, float]:
+                model_note: str = "", scope: str | None = None,
+                status_override: str | None = None) -> tuple[SolverResult, float]:
     """Choose the placement to return, its honest status, and the bound; returns ``(result, value)``.
 
     ``ilp_dev``: the MILP's placement (or ``None``); ``warm``: (placement, source)
@@ -44,6 +52,11 @@ def milp_result(problem: Problem, *, solver: str, res: MilpResult | None, ilp_de
     placement breaks a model constraint the evaluator does not check (contiguity).
     ``bound_set``: the set of placements the model's bound holds for (``None``:
     the model's value is not the evaluator's, so its bound is not reported).
+    ``scope``: the set the model optimises over, as messages say it (``"among pipeline splits"``,
+    :func:`~viz_place.solvers.groups.set_text`); the message starts with what the status means for it.
+    "optimal" needs the back-end's bound within :data:`OPTIMALITY_TOL` of the *evaluator's* value, and a
+    bound above the value of a placement the model allows proves nothing (a back-end bug or tolerance
+    trouble): the status is then ``"feasible"``.
     """
     cands: list[tuple[float, np.ndarray, str]] = []
     notes: list[str] = []
@@ -72,16 +85,31 @@ def milp_result(problem: Problem, *, solver: str, res: MilpResult | None, ilp_de
     cands.sort(key=lambda t: (t[0], t[2] != "ilp"))
     value, dev, src = cands[0]
     bound = res.bound if res is not None else None
-    gap = relative_gap(value, bound)
     msg: list[str] = []
-    if res is not None and res.stopped_by == "cancel":
+    distrust = ""
+    if bound is not None and math.isfinite(value) and bound > value + OPTIMALITY_TOL * abs(value) + 1e-9:
+        # a valid bound is never above a placement of the model: this proof is broken (back-end bug, tolerances)
+        distrust = (f"the {res.backend} back-end's bound {bound:.9g} is above the value {value:.9g} of a placement "
+                    "its model allows, so its proof is not trusted")
+        bound = None
+    gap = relative_gap(value, bound)
+    if status_override is not None:
+        status = status_override
+    elif res is not None and res.stopped_by == "cancel":
         status = "cancelled"
     elif res is not None and gap is not None and gap <= OPTIMALITY_TOL:   # the bound proves it
         status = "optimal"
     else:
         status = "feasible"
+    if scope:
+        msg.append({"optimal": f"optimal {scope}", "cancelled": f"cancelled: best so far {scope}"}.get(
+            status, f"not proven optimal {scope}"))
+    if distrust:
+        msg.append(distrust)
     if res is not None:
         msg.append(f"{res.backend} {res.stopped_by or 'finished'} after {res.seconds:.2f} s")
+        if res.note:
+            msg.append(res.note)
     if status != "optimal":
         if gap is not None:
             msg.append(f"gap {100 * gap:.3g}% (value {value:.6g}, bound {bound:.6g})")
@@ -95,7 +123,7 @@ def milp_result(problem: Problem, *, solver: str, res: MilpResult | None, ilp_de
     if model_note:
         msg.append(model_note)
     msg.extend(notes)
-    lower, lower_set = _proven_bound(res, value, bound_set, msg)
+    lower, lower_set = _proven_bound(res, value, bound_set, msg) if not distrust else (None, None)
     return SolverResult(dev, status=status, message="; ".join(msg), lower_bound=lower, bound_set=lower_set), value
 
 

@@ -12,7 +12,7 @@ topological fill), :mod:`.policy` (MLP, Adam, save/load), :mod:`.rollout`
 """
 from ..registry import SolverInfo, register
 from .env import PlacementEnv, topo_fill
-from .policy import Policy, load_policy, shipped_policy_path
+from .policy import Policy, load_policy, shipped_policy, shipped_policy_path
 from .solver import RLOptions, solve
 from .train import TrainConfig, train_policy
 
@@ -25,7 +25,8 @@ register(SolverInfo(
     description="learned placer after Placeto: a trained policy improves a contiguous fill sweep by sweep "
                 "(zero-shot, best-of-K sampled, or fine-tuned on the graph)",
     exact=False,
+    check_options={"mode": "sample", "samples": 4, "time_limit": 30.0},   # budgets that do not bind: repeatable
 ))
 
-__all__ = ["PlacementEnv", "topo_fill", "Policy", "load_policy", "shipped_policy_path", "RLOptions", "solve",
+__all__ = ["PlacementEnv", "topo_fill", "Policy", "load_policy", "shipped_policy", "shipped_policy_path", "RLOptions", "solve",
            "TrainConfig", "train_policy"]

@@ -19,6 +19,7 @@ load from ``.npz`` (no pickle).
 from __future__ import annotations
 
 import json
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +35,23 @@ SHIPPED_POLICY = "rl_policy.npz"
 
 
 def shipped_policy_path() -> Path:
-    """Where the policy shipped with the package lives (``viz_place/data/rl_policy.npz``)."""
-    return Path(__file__).resolve().parents[2] / "data" / SHIPPED_POLICY
+    """The policy shipped with the package: package data ``viz_place/data/rl_policy.npz``
+    (found through :mod:`importlib.resources`, so it works from an installed wheel)."""
+    return Path(str(resources.files("viz_place").joinpath("data", SHIPPED_POLICY)))
+
+
+def shipped_policy() -> "Policy":
+    """The shipped policy (package data, read through :mod:`importlib.resources`).
+
+    >>> shipped_policy().in_dim == IN_DIM
+    True
+    """
+    resource = resources.files("viz_place").joinpath("data", SHIPPED_POLICY)
+    if not resource.is_file():
+        raise SolverError(f"the shipped policy {SHIPPED_POLICY!r} is missing from the installed package; pass "
+                          "--policy FILE or train one with `viz-place train-rl`")
+    with resources.as_file(resource) as path:
+        return Policy.load(path)
 
 
 class Policy:
@@ -142,14 +158,8 @@ class Policy:
 
 
 def load_policy(path: str | Path | None = None) -> Policy:
-    """The policy at ``path``, or the shipped one when ``path`` is empty."""
-    if not path:
-        p = shipped_policy_path()
-        if not p.is_file():
-            raise SolverError(f"the shipped policy {str(p)!r} is missing; pass --policy FILE or train one "
-                              "with `viz-place train-rl`")
-        return Policy.load(p)
-    return Policy.load(path)
+    """The policy at ``path``, or the shipped one when ``path`` is empty (for callers: the solver reads no file)."""
+    return Policy.load(path) if path else shipped_policy()
 
 
 def softmax(z: np.ndarray) -> np.ndarray:

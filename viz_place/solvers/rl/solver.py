@@ -28,7 +28,10 @@ sweep, after the greedy sweeps and of the result, the number of sweeps and of ev
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +40,7 @@ from ...model.objective import OBJECTIVE_ALIASES
 from ..base import Hooks, SolverOptions, Stopwatch
 from ..contract import Problem, SolverResult
 from .env import PlacementEnv
-from .policy import load_policy
+from .policy import Policy, shipped_policy
 from .rollout import sweep
 from .start import random_start, start_candidates
 from .train import Learner
@@ -47,7 +50,8 @@ from .train import Learner
 class RLOptions(SolverOptions):
     """Options of the ``rl`` solver."""
 
-    policy: str = field(default="", metadata={"help": "policy file (.npz); empty = the shipped policy"})
+    policy: str = field(default="", metadata={"help": "policy file (.npz), read by the caller (the CLI, the "
+                                                 "explorer, viz_place.run_solver); empty = the shipped policy"})
     mode: str = field(default="finetune", metadata={"help": "greedy: zero-shot sweep(s); sample: best of sampled "
                                                     "sweeps; finetune: REINFORCE on this graph",
                                                     "choices": ("greedy", "sample", "finetune")})
@@ -71,11 +75,30 @@ class RLOptions(SolverOptions):
     lr: float = field(default=1e-3, metadata={"help": "fine-tuning learning rate (Adam)", "min": 0.0})
     shaping: float = field(default=0.1, metadata={"help": "tie-break weight of the RMS load in the reward", "min": 0.0})
     seed: int = field(default=0, metadata={"help": "random seed", "min": 0})
+    weights: Any = field(default=None, compare=False, repr=False, metadata={
+        "internal": True, "help": "the policy itself (a Policy): filled from `policy` by the caller, or given "
+                                  "from Python (Policy.load(path)); None with an empty `policy`: the shipped one"})
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if not isinstance(self.policy, str):
-            raise SolverError(f"option 'policy': expected a file path, got {self.policy!r}", field="policy")
+            raise SolverError(f"option 'policy': expected a file path, got {self.policy!r} (pass a Policy "
+                              "object as option 'weights')", field="policy")
+        if self.weights is not None and not isinstance(self.weights, Policy):
+            raise SolverError(f"option 'weights': expected a Policy, got {type(self.weights).__name__}",
+                              field="weights")
+
+
+def policy_of(opts: RLOptions) -> Policy:
+    """The policy a run uses: ``weights`` if given, else the shipped one; a ``policy`` file nobody read is an error
+    (solvers read no user files: :func:`viz_place.solver_files.read_option_files` reads it)."""
+    if opts.weights is not None:
+        return opts.weights
+    if opts.policy:
+        raise SolverError(f"rl: the policy file {opts.policy!r} was not read: solvers read no files; run through "
+                          "viz_place.run_solver (or viz_place.solver_files.read_option_files), or pass "
+                          "weights=Policy.load(path)", field="policy")
+    return shipped_policy()
 
 
 def _progressed(res) -> bool:
@@ -83,56 +106,74 @@ def _progressed(res) -> bool:
     return res.best < res.start * (1 - 1e-12) or res.shaped_end < res.shaped_start * (1 - 1e-12)
 
 
-def solve(problem: Problem, opts: RLOptions, hooks: Hooks) -> SolverResult:
-    """Place the graph with a learned policy (see the module docstring)."""
-    graph, cluster, pins, prob = problem.graph, problem.cluster, problem.pins, problem.compiled
-    watch = Stopwatch()
-    policy = load_policy(opts.policy)
-    pin_idx = {graph.index[n]: cluster.device_index(d) for n, d in pins.items()}
-    env = PlacementEnv(prob, pin_idx, objective=opts.objective, shaping=opts.shaping)
-    rng = np.random.default_rng([opts.seed, 7])
-    starts = start_candidates(env)
-    start = starts[0]
-    env.reset(start)
-    best_val, best_dev = env.objective(), list(start)
-    first_val = best_val
-    sweeps_done = 0
-    cancelled = False
+class _Run:
+    """One run of the solver: the environment, the budget and the best placement visited so far."""
 
-    def out_of_budget() -> bool:
-        return (opts.max_evaluations > 0 and env.evaluations >= opts.max_evaluations)
+    def __init__(self, env: PlacementEnv, opts: RLOptions, hooks: Hooks, watch: Stopwatch, start) -> None:
+        self.env, self.opts, self.hooks, self.watch = env, opts, hooks, watch
+        self.rng = np.random.default_rng([opts.seed, 7])
+        env.reset(start)
+        self.best_val, self.best_dev = env.objective(), list(start)
+        self.sweeps = 0
+        self.cancelled = False
 
-    def stop_search() -> bool:
-        return hooks.cancelled or out_of_budget() or watch.elapsed > opts.time_limit
+    def out_of_budget(self) -> bool:
+        return self.opts.max_evaluations > 0 and self.env.evaluations >= self.opts.max_evaluations
 
-    def take(res) -> bool:
-        nonlocal best_val, best_dev
-        if res.best_dev is not None and res.best < best_val * (1 - 1e-12):
-            best_val, best_dev = res.best, res.best_dev
+    def stop_search(self) -> bool:
+        return self.hooks.cancelled or self.out_of_budget() or self.watch.elapsed > self.opts.time_limit
+
+    def take(self, res) -> bool:
+        """Keep ``res``'s best placement if it beats the best so far; whether it did."""
+        if res.best_dev is not None and res.best < self.best_val * (1 - 1e-12):
+            self.best_val, self.best_dev = res.best, res.best_dev
             return True
         return False
 
-    # Greedy sweeps: exactly `sweeps` in greedy mode, else until a sweep stops helping.
-    # In the search modes, sweeps after the first visit the groups in a random order (``shuffle``).
-    max_greedy = opts.sweeps if opts.mode == "greedy" else 1000
-    zero_shot = best_val
-    for k in range(max_greedy):
-        if hooks.cancelled or out_of_budget():
-            cancelled = hooks.cancelled
-            break
-        shuffled = k > 0 and opts.mode != "greedy" and opts.shuffle
-        res = sweep(env, policy, rng, greedy=True, stop=out_of_budget,
-                    order=rng.permutation(env.free_groups).tolist() if shuffled else None)
-        sweeps_done += 1
-        take(res)
-        if k == 0:
-            zero_shot = best_val
-        hooks.report(None, f"greedy sweep {sweeps_done}: {best_val:.6g}", incumbent=best_val,
-                     data={"sweep": sweeps_done, "objective": res.best, "best": best_val})
-        if opts.mode != "greedy" and (not _progressed(res) or watch.elapsed > opts.time_limit):
-            break
-    greedy_val = best_val
-    if opts.mode in ("sample", "finetune"):
+    def _order(self, shuffled: bool):
+        return self.rng.permutation(self.env.free_groups).tolist() if shuffled else None
+
+    def greedy_sweeps(self, policy: Policy) -> float:
+        """Exactly ``sweeps`` greedy sweeps in greedy mode, else until one stops helping (after the first, in a
+        random group order when ``shuffle``). Returns the zero-shot value (after the first sweep)."""
+        opts, hooks = self.opts, self.hooks
+        max_greedy = opts.sweeps if opts.mode == "greedy" else 1000
+        zero_shot = self.best_val
+        for k in range(max_greedy):
+            if hooks.cancelled or self.out_of_budget():
+                self.cancelled = hooks.cancelled
+                break
+            shuffled = k > 0 and opts.mode != "greedy" and opts.shuffle
+            res = sweep(self.env, policy, self.rng, greedy=True, stop=self.out_of_budget, order=self._order(shuffled))
+            self.sweeps += 1
+            self.take(res)
+            if k == 0:
+                zero_shot = self.best_val
+            hooks.report(None, f"greedy sweep {self.sweeps}: {self.best_val:.6g}", incumbent=self.best_val,
+                         data={"sweep": self.sweeps, "objective": res.best, "best": self.best_val})
+            if opts.mode != "greedy" and (not _progressed(res) or self.watch.elapsed > opts.time_limit):
+                break
+        return zero_shot
+
+    def descend(self, policy: Policy) -> tuple[bool, float]:
+        """Greedy sweeps from the current state while they help: (whether one beat the best so far,
+        the lowest objective they reached — the RL curve's per-round "episode" value)."""
+        gained, reached = False, math.inf
+        for _ in range(1000):
+            if self.stop_search():
+                break
+            res = sweep(self.env, policy, self.rng, greedy=True, stop=self.stop_search,
+                        order=self._order(self.opts.shuffle))
+            self.sweeps += 1
+            gained = self.take(res) or gained
+            reached = min(reached, res.end)
+            if not _progressed(res):
+                break
+        return gained, reached
+
+    def search(self, policy: Policy, starts) -> None:
+        """Rounds of perturb-and-descend (``sample`` / ``finetune`` modes; see the module docstring)."""
+        opts = self.opts
         learner = None
         if opts.mode == "finetune":
             learner = Learner(policy.copy(), lr=opts.lr, gamma=0.95, clip=1.0, baseline_decay=0.8,
@@ -141,33 +182,29 @@ def solve(problem: Problem, opts: RLOptions, hooks: Hooks) -> SolverResult:
         n_samples, last_gain, batch = 0, 0, []
         quiet = 0      # rounds without gain since the last gain or restart
         n_restarts = 0
-        while not stop_search() and (opts.samples == 0 or n_samples < opts.samples) and \
+        while not self.stop_search() and (opts.samples == 0 or n_samples < opts.samples) and \
                 (opts.patience == 0 or n_samples - last_gain < opts.patience):
             res = None
+            round_val = math.inf       # the objective this round reached (the curve's "episode" line)
             if opts.restart_after > 0 and quiet >= opts.restart_after:
                 # Diversify: descend from the next fill (then from random valid placements)
                 # instead of perturbing the best one.
                 quiet = 0
                 n_restarts += 1
-                dev0 = starts[n_restarts] if n_restarts < len(starts) else random_start(env, rng)
-                env.reset(dev0 if dev0 is not None else best_dev)
+                dev0 = starts[n_restarts] if n_restarts < len(starts) else random_start(self.env, self.rng)
+                self.env.reset(dev0 if dev0 is not None else self.best_dev)
                 gained = False
             else:
                 # Perturb: a sampled sweep from the best placement; then descend with greedy sweeps.
-                env.reset(best_dev)
-                res = sweep(env, pol, rng, greedy=False, temperature=opts.temperature, record=learner is not None,
-                            stop=stop_search)
-                gained = take(res)
+                self.env.reset(self.best_dev)
+                res = sweep(self.env, pol, self.rng, greedy=False, temperature=opts.temperature,
+                            record=learner is not None, stop=self.stop_search)
+                gained = self.take(res)
+                round_val = min(round_val, res.end)
             n_samples += 1
-            for _ in range(1000):
-                if stop_search():
-                    break
-                res2 = sweep(env, pol, rng, greedy=True, stop=stop_search,
-                             order=rng.permutation(env.free_groups).tolist() if opts.shuffle else None)
-                sweeps_done += 1
-                gained = take(res2) or gained
-                if not _progressed(res2):
-                    break
+            descended, reached = self.descend(pol)
+            gained = descended or gained
+            round_val = min(round_val, reached)
             if gained:
                 last_gain, quiet = n_samples, 0
             else:
@@ -177,14 +214,33 @@ def solve(problem: Problem, opts: RLOptions, hooks: Hooks) -> SolverResult:
                 if len(batch) == opts.rollouts:
                     learner.learn(batch, "this", 0.0)
                     batch = []
-            hooks.report(min(1.0, watch.elapsed / opts.time_limit) if opts.time_limit > 0 else None,
-                         f"{n_samples} sampled sweeps: best {best_val:.6g}", incumbent=best_val,
-                         data={"sweep": sweeps_done + n_samples, "best": best_val})
-        sweeps_done += n_samples
-        cancelled = hooks.cancelled
+            self.hooks.report(min(1.0, self.watch.elapsed / opts.time_limit) if opts.time_limit > 0 else None,
+                              f"{n_samples} sampled sweeps: best {self.best_val:.6g}", incumbent=self.best_val,
+                              data={"sweep": self.sweeps + n_samples, "best": self.best_val,
+                                    **({"objective": round_val} if math.isfinite(round_val) else {})})
+        self.sweeps += n_samples
+        self.cancelled = self.hooks.cancelled
+
+
+def solve(problem: Problem, opts: RLOptions, hooks: Hooks) -> SolverResult:
+    """Place the graph with a learned policy (see the module docstring): a contiguous fill, greedy sweeps, then
+    (``sample`` / ``finetune``) rounds of perturb-and-descend."""
+    graph, cluster = problem.graph, problem.cluster
+    watch = Stopwatch()
+    policy = policy_of(opts)
+    pin_idx = {graph.index[n]: cluster.device_index(d) for n, d in problem.pins.items()}
+    env = PlacementEnv(problem.compiled, pin_idx, objective=opts.objective, shaping=opts.shaping)
+    starts = start_candidates(env)
+    run = _Run(env, opts, hooks, watch, starts[0])
+    first_val = run.best_val
+    zero_shot = run.greedy_sweeps(policy)
+    greedy_val = run.best_val
+    if opts.mode in ("sample", "finetune"):
+        run.search(policy, starts)
+    best_val = run.best_val
     msg = (f"start (contiguous fill) {first_val:.6g}, zero-shot {zero_shot:.6g}, best {best_val:.6g} after "
-           f"{sweeps_done} sweeps and {env.evaluations} evaluations")
-    stats = {"start": first_val, "zero_shot": zero_shot, "greedy": greedy_val, "best": best_val, "sweeps": sweeps_done,
+           f"{run.sweeps} sweeps and {env.evaluations} evaluations")
+    stats = {"start": first_val, "zero_shot": zero_shot, "greedy": greedy_val, "best": best_val, "sweeps": run.sweeps,
              "evaluations": env.evaluations}
-    return SolverResult(np.asarray(best_dev, dtype=np.int64), status="cancelled" if cancelled else "heuristic",
+    return SolverResult(np.asarray(run.best_dev, dtype=np.int64), status="cancelled" if run.cancelled else "heuristic",
                         message=msg, stats=stats)

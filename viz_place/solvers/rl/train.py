@@ -176,8 +176,8 @@ def fit_input_scaling(policy: Policy, envs: Sequence[PlacementEnv], starts: Sequ
     policy.x_std = np.where(sd > 1e-6, sd, 1.0)
 
 
-def train_policy(cfg: TrainConfig, *, policy: Policy | None = None, progress=None, cancel=None
-                 ) -> tuple[Policy, list[dict[str, Any]]]:
+def train_policy(cfg: TrainConfig, *, policy: Policy | None = None, progress=None, cancel=None,
+                 rollouts: Callable[..., list] | None = None) -> tuple[Policy, list[dict[str, Any]]]:
     """Train a policy over ``cfg``'s graph family; returns ``(policy, history)``.
 
     ``progress`` receives :class:`~viz_place.solvers.base.Progress` events whose
@@ -185,6 +185,11 @@ def train_policy(cfg: TrainConfig, *, policy: Policy | None = None, progress=Non
     divided by the value at its start — lower is better) and ``best`` (the best
     such ratio so far). ``cancel`` (an Event or callable) stops training early;
     the policy trained so far is returned.
+
+    ``rollouts(update=u, problem=k, start=dev, policy=p)``, when given, produces the
+    update's sampled sweeps (a list of :class:`~.rollout.SweepResult`, in rollout order)
+    instead of this process: :mod:`viz_place.runtime.rl_distributed` runs them on Dask
+    workers. Its random streams differ from the in-process ones (one per rollout).
     """
     hooks = Hooks(progress, cancel, min_interval=0.0)
     pool = graph_pool(cfg)
@@ -212,8 +217,12 @@ def train_policy(cfg: TrainConfig, *, policy: Policy | None = None, progress=Non
         k = int(order_rng.integers(len(envs)))
         from_best = bool(order_rng.random() < 0.5) and best_val[k] is not None
         start = best_dev[k] if from_best else fills[k]
-        res = learner.update(envs[k], start, (k, from_best), cfg.entropy * max(0.0, 1.0 - frac),
-                             stop=lambda: hooks.cancelled)
+        entropy = cfg.entropy * max(0.0, 1.0 - frac)
+        if rollouts is None:
+            res = learner.update(envs[k], start, (k, from_best), entropy, stop=lambda: hooks.cancelled)
+        else:
+            res = learner.learn(rollouts(update=u, problem=k, start=list(start), policy=learner.policy),
+                                (k, from_best), entropy)
         if res["best_dev"] is not None and (best_val[k] is None or res["best"] < best_val[k]):
             best_val[k], best_dev[k] = res["best"], res["best_dev"]
         ratio = res["best"] / res["start"] if res["start"] > 0 else 1.0

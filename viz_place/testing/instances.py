@@ -1,5 +1,4 @@
-"""Shared test utilities: random small instances and the validity checks every
-solver's output goes through (used by the test suite and by benchmarks).
+"""Random small instances and the validity checks every solver's output goes through.
 
 >>> inst = random_instance(0)
 >>> inst.graph.num_nodes > 0 and len(inst.cluster.classes) >= 2
@@ -13,8 +12,8 @@ from dataclasses import dataclass, field
 import networkx as nx
 import numpy as np
 
-from .cost import evaluate
-from .model import Cluster, DeviceClass, OpGraph, Placement
+from ..cost import evaluate
+from ..model import Cluster, DeviceClass, OpGraph, Placement
 
 
 @dataclass
