@@ -249,6 +249,8 @@ def test_onnx_import_at_module_granularity_records_its_source(tmp_path, capsys):
     torch.manual_seed(0)
     model, onnx_path, out = MLP().eval(), str(tmp_path / "mlp.onnx"), str(tmp_path / "g.json")
     torch.onnx.export(model, (torch.randn(2, 32),), onnx_path, dynamo=False)
+    rc, _, err = _cli(capsys, "import", onnx_path, "--granularity", "aten", "--out", out)
+    assert rc == 2 and "--granularity aten: applies to hf: models" in err and len(err.strip().splitlines()) == 1
     rc, _, err = _cli(capsys, "import", onnx_path, "--granularity", "module", "--depth", "2", "--out", out)
     assert rc == 0, err
     g = read_nodelink(out)

@@ -4,7 +4,7 @@ an ``.onnx`` file): ``import``, ``info``, ``evaluate``, ``solve``, ``compare``.
 ``--set KEY=VALUE`` overrides a config field (VALUE parsed as JSON, else a
 string, as ``-o`` does); ``--batch``, ``--seq-len``, ``--image-size`` and
 ``--model-seed`` shape the example inputs and weights; ``--granularity`` and
-``--depth`` choose op or module nodes; ``--profile`` measures the CPU
+``--depth`` choose op, core-ATen or module nodes; ``--profile`` measures the CPU
 latencies; ``--calibration KIND=FACTOR`` scales a roofline kind.
 """
 from __future__ import annotations
@@ -121,6 +121,9 @@ def load_onnx(path: str, args, *, specs=None, cluster=None, dims=None) -> OpGrap
         if getattr(args, dest, None):
             raise InputFormatError(f"{flag}: applies to hf: models, not to ONNX file {path!r} "
                                    "(use --dim NAME=VALUE for its symbolic dimensions)")
+    if args.granularity == "aten":
+        raise InputFormatError(f"--granularity aten: applies to hf: models (torch.export lowered to core ATen); "
+                               f"ONNX file {path!r} has ONNX ops: use --granularity op or module")
     dims = dict(dims or {})
     g = read_onnx(path, specs=specs, cluster=cluster, training=bool(getattr(args, "training", False)),
                   dim_values=dims)
