@@ -3,10 +3,18 @@
 Each workload runs in its own subprocess (so peak memory is that run's own);
 file loading is not timed. Prints supernodes, ideals, (J, I) pairs the DP
 examined, solver wall and CPU seconds, peak resident memory, the optimum
-(max-load) and, where the issue lists it, the authors' C++ time.
+(max-load), the authors' C++ DP CPU seconds and the ratio (C++ CPU / ours).
 
-    .venv/bin/python benchmarks/dp.py            # all workloads
-    .venv/bin/python benchmarks/dp.py gnmt       # those whose path contains 'gnmt'
+The C++ figures are those measured on this machine (table ``AUTHORS``), or,
+with ``--cpp PATH``, the authors' ``throughput-dp/dp.cpp`` run side by side
+(its user + system CPU; built outside this repository, never vendored:
+``g++ -O3 -march=native -std=c++17 -o /work/cpp-dp/dp throughput-dp/dp.cpp`` in a
+checkout of github.com/msr-fiddle/dnn-partitioning). InceptionV3 takes the C++
+about 17 minutes and 18 GB, so ``--cpp`` skips it unless ``--cpp-all``.
+
+    .venv/bin/python benchmarks/dp.py                          # all workloads
+    .venv/bin/python benchmarks/dp.py gnmt                     # those whose path contains 'gnmt'
+    .venv/bin/python benchmarks/dp.py --cpp /work/cpp-dp/dp    # and time the C++ side by side
 """
 from __future__ import annotations
 
@@ -18,12 +26,30 @@ import time
 
 from _common import WORKLOADS, workloads_available
 
-#: The authors' C++ DP on this machine (issue 3), seconds.
+#: The authors' C++ DP on this machine, CPU seconds (user + system, ``/usr/bin/time``, g++ -O3 -march=native;
+#: 2026-12-01, machine shared). InceptionV3 inference: issue 3's figure (about 17 minutes, 18 GB).
 AUTHORS = {
-    "LayerGraphs/gnmt_inference": 11.2, "LayerGraphs/gnmt_training": 19.7,
-    "OperatorGraphs/bert_L-12_training": 22.4, "OperatorGraphs/bert_l-6_training": 13.3,
-    "OperatorGraphs/bert_l-12_inference": 9.8, "LayerGraphs/inceptionv3_inference": 1020.0,
+    "LayerGraphs/bert24_inference": 0.0, "LayerGraphs/bert24_training": 0.0,
+    "LayerGraphs/gnmt_inference": 12.42, "LayerGraphs/gnmt_training": 21.81,
+    "LayerGraphs/resnet50_inference": 0.08, "LayerGraphs/resnet50_training": 0.13,
+    "OperatorGraphs/bert_L-12_training": 24.79, "OperatorGraphs/bert_l-12_inference": 11.37,
+    "OperatorGraphs/bert_l-3_inference": 0.62, "OperatorGraphs/bert_l-3_training": 4.01,
+    "OperatorGraphs/bert_l-6_inference": 2.30, "OperatorGraphs/bert_l-6_training": 14.78,
+    "OperatorGraphs/resnet50_inference": 0.09, "OperatorGraphs/resnet50_training": 0.22,
+    "LayerGraphs/inceptionv3_inference": 1020.0,
 }
+
+
+def run_cpp(binary: str, path) -> tuple[float, float]:
+    """CPU seconds (user + system) and max-load of the authors' DP on one workload (JSON on stdin)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with open(path) as f:
+        out = subprocess.run([binary], stdin=f, capture_output=True, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if out.returncode != 0:
+        raise RuntimeError(f"{binary} failed on {path}: {out.stderr.strip().splitlines()[-1:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu, float(json.loads(out.stdout)["maxLoad"])
 
 
 def run_one(path: str) -> dict:
@@ -46,11 +72,17 @@ def main(argv: list[str]) -> int:
     if not workloads_available():
         print(f"skipped: {WORKLOADS} not found")
         return 0
+    cpp, cpp_all = None, "--cpp-all" in argv
+    if "--cpp" in argv:
+        at = argv.index("--cpp")
+        cpp = argv[at + 1]
+        argv = argv[:at] + argv[at + 2:]
+    argv = [a for a in argv if a != "--cpp-all"]
     paths = sorted((WORKLOADS / "throughput-inputs").glob("*/*.json"))
     if argv:
         paths = [p for p in paths if any(a in str(p) for a in argv)]
     head = (f"{'workload':38s} {'nodes':>5s} {'super':>5s} {'ideals':>7s} {'pairs':>11s} {'wall s':>7s} "
-            f"{'cpu s':>7s} {'peak MB':>8s} {'optimum (max-load)':>19s} {'status':>8s} {'authors s':>9s}")
+            f"{'cpu s':>7s} {'peak MB':>8s} {'optimum (max-load)':>19s} {'status':>8s} {'C++ cpu s':>9s} {'ratio':>6s}")
     print(head)
     print("-" * len(head))
     for path in paths:
@@ -61,9 +93,14 @@ def main(argv: list[str]) -> int:
             continue
         r = json.loads(out.stdout)
         authors = AUTHORS.get(name)
+        if cpp is not None and (cpp_all or "inceptionv3" not in name):
+            authors, cpp_value = run_cpp(cpp, path)
+            if abs(cpp_value - r["value"]) > 1e-6 * max(1.0, abs(r["value"])):
+                print(f"{name}: the C++ optimum {cpp_value!r} differs from ours {r['value']!r}")
+        ratio = "" if authors is None else (f"{authors / r['cpu']:6.1f}" if r["cpu"] > 0 else "inf")
         print(f"{name:38s} {r['nodes']:5d} {r['supernodes']:5d} {r['ideals']:7,d} {r['pairs']:11,d} "
               f"{r['wall']:7.2f} {r['cpu']:7.2f} {r['peak_mb']:8.0f} {r['value']:19.10g} {r['status']:>8s} "
-              f"{'' if authors is None else format(authors, '.1f'):>9s}", flush=True)
+              f"{'' if authors is None else format(authors, '.2f'):>9s} {ratio:>6s}", flush=True)
     return 0
 
 

@@ -108,6 +108,23 @@ def test_tiny_gpt2_op_and_module_granularity_solve_and_map_back():
     assert set(named) >= {"transformer.h.0", "transformer.h.1", "transformer.wte", "lm_head"}
 
 
+def test_aten_granularity_splits_attention_into_core_ops_and_solves_exactly():
+    op = import_torch("hf:gpt2", overrides=TINY_GPT2, seq_len=16)
+    g = import_torch("hf:gpt2", overrides=TINY_GPT2, seq_len=16, granularity="aten")
+    assert g.source["granularity"] == "aten" and any("core ATen" in n for n in g.notes)
+    assert not [n for n in g.notes if "estimated" in n]
+    types = [n.op_type for n in g.nodes()]
+    assert "Attention" in [n.op_type for n in op.nodes()] and "Attention" not in types
+    assert types.count("Softmax") == 2 and types.count("MatMul") >= 4 and g.num_nodes > op.num_nodes
+    assert g.total_flops == pytest.approx(op.total_flops, rel=0.01)   # the same model, finer ops
+    p = run_solver("dp", g, g.default_cluster)
+    assert p.status == "optimal" and p.bound_set == "pipeline" and check_placement(g, g.default_cluster, p) == []
+    with pytest.raises(InputFormatError, match="needs torch.export"):
+        import_torch(MLP(), (torch.randn(2, 32),), granularity="aten", tracer="fx")
+    m = import_torch(MLP(), (torch.randn(2, 32),), granularity="aten")   # a plain module: export, decomposed
+    assert m.source["tracer"] == "export" and [n.op_type for n in m.nodes()].count("Gemm") == 6
+
+
 def test_tiny_resnet_imports_solves_and_maps_back():
     g = import_torch("hf:resnet", overrides=TINY_RESNET, image_size=32)
     assert not [n for n in g.notes if "estimated" in n]
@@ -165,7 +182,7 @@ def test_errors_are_clear():
         build_model("hf:llama")  # 6.7 B fp32 parameters: refused with the figures, before allocating
     with pytest.raises(InputFormatError, match="--depth must be a whole number"):
         import_torch(MLP(), (torch.randn(2, 32),), granularity="module", depth=0)
-    with pytest.raises(InputFormatError, match="expected op or module"):
+    with pytest.raises(InputFormatError, match="expected op, aten or module"):
         import_torch(MLP(), (torch.randn(2, 32),), granularity="layer")
     with pytest.raises(InputFormatError, match="needs example inputs"):
         import_torch(MLP())
@@ -197,6 +214,8 @@ def test_cli_import_info_solve_evaluate(tmp_path, capsys):
     graph, place = str(tmp_path / "g.json"), str(tmp_path / "p.json")
     flags = ["--set", "n_layer=2", "--set", "n_embd=64", "--set", "n_head=4", "--set", "vocab_size=500",
              "--seq-len", "16", "--granularity", "module"]
+    rc, out, err = _cli(capsys, "import", "hf:gpt2", "--out", graph, "--json", *flags[:-1], "aten")
+    assert rc == 0 and json.loads(out)["source"]["granularity"] == "aten", err
     rc, out, err = _cli(capsys, "import", "hf:gpt2", "--out", graph, "--json", *flags)
     assert rc == 0, err
     summary = json.loads(out)
@@ -230,6 +249,8 @@ def test_onnx_import_at_module_granularity_records_its_source(tmp_path, capsys):
     torch.manual_seed(0)
     model, onnx_path, out = MLP().eval(), str(tmp_path / "mlp.onnx"), str(tmp_path / "g.json")
     torch.onnx.export(model, (torch.randn(2, 32),), onnx_path, dynamo=False)
+    rc, _, err = _cli(capsys, "import", onnx_path, "--granularity", "aten", "--out", out)
+    assert rc == 2 and "--granularity aten: applies to hf: models" in err and len(err.strip().splitlines()) == 1
     rc, _, err = _cli(capsys, "import", onnx_path, "--granularity", "module", "--depth", "2", "--out", out)
     assert rc == 0, err
     g = read_nodelink(out)

@@ -4,7 +4,7 @@ an ``.onnx`` file): ``import``, ``info``, ``evaluate``, ``solve``, ``compare``.
 ``--set KEY=VALUE`` overrides a config field (VALUE parsed as JSON, else a
 string, as ``-o`` does); ``--batch``, ``--seq-len``, ``--image-size`` and
 ``--model-seed`` shape the example inputs and weights; ``--granularity`` and
-``--depth`` choose op or module nodes; ``--profile`` measures the CPU
+``--depth`` choose op, core-ATen or module nodes; ``--profile`` measures the CPU
 latencies; ``--calibration KIND=FACTOR`` scales a roofline kind.
 """
 from __future__ import annotations
@@ -27,8 +27,9 @@ def add_model_args(p, *, seed_flags: tuple[str, ...] = ("--model-seed",)) -> Non
     g.add_argument("--image-size", type=int, metavar="N", help="image side of a vision model (default 224)")
     g.add_argument(*seed_flags, dest="model_seed", type=int, default=0, metavar="N",
                    help="seed of the random weights and inputs (default 0)")
-    g.add_argument("--granularity", choices=("op", "module"), default="op",
-                   help="one node per op (default) or per module at --depth")
+    g.add_argument("--granularity", choices=("op", "aten", "module"), default="op",
+                   help="one node per op torch.export records (default), per core ATen op (aten: matmuls, "
+                        "softmax and elementwise ops of attention apart) or per module at --depth")
     g.add_argument("--depth", type=int, metavar="N",
                    help="module depth for --granularity module (default: the depth of the main repeated blocks)")
     g.add_argument("--profile", action="store_true",
@@ -120,6 +121,9 @@ def load_onnx(path: str, args, *, specs=None, cluster=None, dims=None) -> OpGrap
         if getattr(args, dest, None):
             raise InputFormatError(f"{flag}: applies to hf: models, not to ONNX file {path!r} "
                                    "(use --dim NAME=VALUE for its symbolic dimensions)")
+    if args.granularity == "aten":
+        raise InputFormatError(f"--granularity aten: applies to hf: models (torch.export lowered to core ATen); "
+                               f"ONNX file {path!r} has ONNX ops: use --granularity op or module")
     dims = dict(dims or {})
     g = read_onnx(path, specs=specs, cluster=cluster, training=bool(getattr(args, "training", False)),
                   dim_values=dims)

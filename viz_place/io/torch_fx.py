@@ -82,7 +82,9 @@ FUNCTION_OPS = {
     "ge": "GreaterOrEqual", "logical_not": "Not", "bitwise_not": "Not", "and": "And", "or": "Or",
     "cumsum": "CumSum", "new_ones": "ConstantOfShape", "new_zeros": "ConstantOfShape", "full_like": "ConstantOfShape",
     "zeros_like": "ConstantOfShape", "ones_like": "ConstantOfShape", "arange": "Range", "triu": "Trilu", "tril": "Trilu",
-    "einsum": "Einsum", "upsample_nearest2d": "Resize", "upsample_bilinear2d": "Resize", "sigmoid_": "Sigmoid",
+    "einsum": "Einsum", "_softmax": "Softmax", "_safe_softmax": "Softmax", "_log_softmax": "LogSoftmax",
+    "split_with_sizes": "Split", "convolution": "Conv", "any": "ReduceMax", "all": "ReduceMin", "permute_copy": "Transpose", "view_copy": "Reshape",
+    "_native_batch_norm_legit_functional": "BatchNormalization", "expand_copy": "Expand", "upsample_nearest2d": "Resize", "upsample_bilinear2d": "Resize", "sigmoid_": "Sigmoid",
 }
 
 #: Calls whose first arguments are reordered to match an ONNX op's inputs
@@ -129,8 +131,13 @@ class Traced:
 
 
 def trace_module(module: Any, example_inputs: Sequence[Any], *, name: str | None = None,
-                 tracer: str = "auto") -> Traced:
-    """Trace ``module`` (see :func:`read_torch`) and propagate shapes on ``example_inputs``."""
+                 tracer: str = "auto", decompose: bool = False) -> Traced:
+    """Trace ``module`` (see :func:`read_torch`) and propagate shapes on ``example_inputs``.
+
+    ``decompose=True`` traces with ``torch.export`` and lowers the program to core
+    ATen ops (``ExportedProgram.run_decompositions()``): ``linear`` becomes a
+    transpose and ``addmm``, attention its matmuls, scaling and softmax, ``gelu``
+    its elementwise ops, and so on (the finest granularity, ``aten``)."""
     try:
         import torch
         from torch.fx import symbolic_trace
@@ -147,7 +154,9 @@ def trace_module(module: Any, example_inputs: Sequence[Any], *, name: str | None
     notes = []
     fx_msg = None
     gm = None
-    if tracer in ("auto", "fx"):
+    if decompose and tracer == "fx":
+        raise InputFormatError("ATen granularity needs torch.export; tracer 'fx' cannot decompose")
+    if tracer in ("auto", "fx") and not decompose:
         try:
             gm = symbolic_trace(module)
             used = "fx"
@@ -158,13 +167,16 @@ def trace_module(module: Any, example_inputs: Sequence[Any], *, name: str | None
                 raise InputFormatError(f"module {name!r}: torch.fx could not trace it ({fx_msg})") from None
     if gm is None:
         try:
-            gm = torch.export.export(module, tuple(example_inputs)).module()
+            program = torch.export.export(module, tuple(example_inputs))
+            if decompose:
+                program = program.run_decompositions()
+            gm = program.module()
         except Exception as err:
             why = f"{type(err).__name__}: {' '.join(str(err).split())[:200]}"
             raise InputFormatError(f"module {name!r}: " + (f"neither torch.fx ({fx_msg}) nor " if fx_msg else "")
                                    + f"torch.export ({why}) could trace it") from None
         used = "export"
-        notes.append("traced with torch.export (ATen ops)"
+        notes.append("traced with torch.export (" + ("core ATen ops, decomposed" if decompose else "ATen ops") + ")"
                      + (f" because torch.fx.symbolic_trace failed: {fx_msg}" if fx_msg else ""))
     try:
         with torch.no_grad():

@@ -34,7 +34,10 @@ from .torch_fx import TRACERS, trace_module, traced_ops
 from .torch_models import build_model, is_model_spec
 from .torch_modules import coarsen_modules
 
-GRANULARITIES = ("op", "module")
+#: ``op``: one node per op torch.export records (``linear``, ``scaled_dot_product_attention``
+#: ...); ``aten``: the program lowered to core ATen ops (matmuls, softmax, elementwise);
+#: ``module``: one node per module at a depth.
+GRANULARITIES = ("op", "aten", "module")
 
 
 def import_torch(model: Any, example_inputs: Sequence[Any] | None = None, *,
@@ -57,7 +60,7 @@ def import_torch(model: Any, example_inputs: Sequence[Any] | None = None, *,
     ``calibration`` multiplies the roofline latencies of the kinds it names.
     """
     if granularity not in GRANULARITIES:
-        raise InputFormatError(f"--granularity {granularity!r}: expected op or module")
+        raise InputFormatError(f"--granularity {granularity!r}: expected op, aten or module")
     if tracer not in TRACERS:
         raise InputFormatError(f"tracer {tracer!r}: expected one of {', '.join(TRACERS)}")
     specs = dict(specs) if specs is not None else default_specs()
@@ -66,7 +69,8 @@ def import_torch(model: Any, example_inputs: Sequence[Any] | None = None, *,
     source: dict[str, Any]
     built = None
     if is_model_spec(model):
-        built, traced = _build_and_trace(model, overrides, batch, seq_len, image_size, seed, profile, tracer)
+        built, traced = _build_and_trace(model, overrides, batch, seq_len, image_size, seed, profile, tracer,
+                                         decompose=granularity == "aten")
         module, inputs = built.module, built.example_inputs
         source = {"spec": model, **{k: v for k, v in built.source().items() if k != "spec"}}
         name = name or model[3:]
@@ -78,7 +82,7 @@ def import_torch(model: Any, example_inputs: Sequence[Any] | None = None, *,
         if overrides:
             raise InputFormatError("overrides apply to hf: specs only, not to a torch.nn.Module")
         module, inputs = model, tuple(example_inputs) if isinstance(example_inputs, (list, tuple)) else example_inputs
-        traced = trace_module(module, inputs, name=name, tracer=tracer)
+        traced = trace_module(module, inputs, name=name, tracer=tracer, decompose=granularity == "aten")
         source = {"spec": None, "module": type(module).__name__}
     ops, edges = traced_ops(traced)
     notes = list(traced.notes) + _tied_note(module)
@@ -111,21 +115,21 @@ def import_torch(model: Any, example_inputs: Sequence[Any] | None = None, *,
     return g
 
 
-def _build_and_trace(spec, overrides, batch, seq_len, image_size, seed, profile, tracer):
+def _build_and_trace(spec, overrides, batch, seq_len, image_size, seed, profile, tracer, decompose=False):
     kw = dict(batch=batch, seq_len=seq_len, image_size=image_size, seed=seed)
     tracer = "export" if tracer == "auto" else tracer  # transformers models do not symbolic_trace
     if profile:
         built = build_model(spec, overrides, meta=False, **kw)
-        return built, trace_module(built.module, built.example_inputs, name=spec[3:], tracer=tracer)
+        return built, trace_module(built.module, built.example_inputs, name=spec[3:], tracer=tracer, decompose=decompose)
     built = build_model(spec, overrides, meta=True, **kw)
     try:
-        return built, trace_module(built.module, built.example_inputs, name=spec[3:], tracer=tracer)
+        return built, trace_module(built.module, built.example_inputs, name=spec[3:], tracer=tracer, decompose=decompose)
     except InputFormatError as meta_err:  # some models need real tensors to trace: retry if they fit
         try:
             built = build_model(spec, overrides, meta=False, **kw)
         except InputFormatError:
             raise meta_err from None
-        traced = trace_module(built.module, built.example_inputs, name=spec[3:], tracer=tracer)
+        traced = trace_module(built.module, built.example_inputs, name=spec[3:], tracer=tracer, decompose=decompose)
         traced.notes.append(f"traced with real weights (on the meta device: {meta_err})")
         return built, traced
 

@@ -263,6 +263,12 @@ class _Pass:
             self.cap_left = (counts - self.usage) @ (t.rho * self.T) + self.tol  # ... and the unused ones
         self.pays_any = bool(t.pays.any())
         self.active = [c for c in range(self.k) if t.counts[c] > 0]
+        # reach[p]: the ideal at position p of ``order`` has a finite state (a chain within T reaches it);
+        # a J without one can never improve best[I], so it is dropped before any cost is computed
+        self.pos_of = np.empty(N, dtype=np.int64)
+        self.pos_of[t.order] = np.arange(N)
+        self.reach = np.zeros(N, dtype=bool)
+        self.reach[self.pos_of[0]] = True
         self.pairs = 0
 
     def windows(self, i: int):
@@ -291,9 +297,11 @@ class _Pass:
             int(np.searchsorted(t.lower_sorted, hi_all, "right"))
 
     def candidates(self, i: int, start: int, stop: int):
-        """Ideals ``J ⊊ I_i`` among ``order[start:stop]`` (the packed subset test) and their positions in ``order``."""
+        """Ideals ``J ⊊ I_i`` among ``order[start:stop]`` (the packed subset test) that some chain within ``T``
+        reaches, and their positions in ``order``."""
         t = self.t
         mask = packed_subset_mask(t.pk[i] | t.guard, t.pk_sorted[:, start:stop], t.guard)
+        mask &= self.reach[start:stop]
         pos = np.flatnonzero(mask) + start
         cand = t.order[pos]
         keep = cand != i
@@ -341,15 +349,15 @@ class _Pass:
                 if sel.size == 0:
                     continue
             J = cand[sel]
-            A = self.best[J[:, None], sources[None, :]]      # (m, a): best[J, u - e_c] per candidate and state
+            A = self.best[J][:, sources]     # (m, a): best[J, u - e_c] per candidate and state (rows, then columns)
             np.maximum(A, cost[:, None], out=A)
-            am = A.argmin(0)
-            v = A[am, np.arange(A.shape[1])]
+            v = A.min(0)
             better = v < row_best[targets]
             if better.any():
                 ts = targets[better]
                 row_best[ts] = v[better]
-                self.prev_ideal[i, ts] = J[am[better]]
+                self.reach[self.pos_of[i]] = True
+                self.prev_ideal[i, ts] = J[A[:, better].argmin(0)]
                 self.prev_class[i, ts] = c
 
     def step(self, i: int) -> None:
