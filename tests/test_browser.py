@@ -51,8 +51,22 @@ GRAPH_JS = """(k) => {
     pv.repainted.connect(() => { window.__vp_painted = performance.now(); });
   }
   k = Math.min(k, n - 1);
-  return {x: r.left + rv.glyph.sx[k], y: r.top + rv.glyph.sy[k], n: n, name: rm.data_source.get_column('name')[k],
-          device: rm.data_source.get_column('device')[k], left: r.left, top: r.top, width: r.width, height: r.height};
+  const x = r.left + rv.glyph.sx[k], y = r.top + rv.glyph.sy[k];
+  // what a click at (x, y) would reach: the topmost element there, through Bokeh's shadow roots
+  let e = document.elementFromPoint(x, y);
+  while (e && e.shadowRoot) { const f = e.shadowRoot.elementFromPoint(x, y); if (!f || f === e) break; e = f; }
+  let hit = false;
+  for (let a = e; a && !hit; a = a.parentNode || a.host) hit = a === pv.canvas_view.el;
+  return {x: x, y: y, n: n, name: rm.data_source.get_column('name')[k],
+          device: rm.data_source.get_column('device')[k], left: r.left, top: r.top, width: r.width, height: r.height,
+          hit: hit, at: e ? (e.tagName + '.' + e.className) : null};
+}"""
+
+# Scroll the graph figure's canvas to the middle of the notebook's viewport.
+SCROLL_GRAPH_JS = """() => {
+  const pv = [...Bokeh.index].filter(v => v.el && v.el.isConnected)
+      .find(v => v.model.title && v.model.title.text && v.model.title.text.includes(' nodes, '));
+  pv.canvas_view.el.scrollIntoView({block: 'center', inline: 'nearest'});
 }"""
 
 
@@ -170,12 +184,15 @@ class LabSession:
         return elapsed
 
     def graph(self, k: int = 0) -> dict:
-        """Screen position and data of node ``k`` of the graph view (scrolled into view)."""
+        """Screen position and data of node ``k`` of the graph view, scrolled so that a click
+        at (``x``, ``y``) reaches the graph's canvas (not the status bar, the sticky headline
+        or whatever else covers it); ``hit`` says it does, ``at`` names the element there."""
         info = self.page.evaluate(GRAPH_JS, k)
         if info is None:
             raise AssertionError("graph view not rendered")
-        if info["y"] < 0 or info["y"] > self.viewport[1] - 10:
-            self.page.mouse.wheel(0, info["y"] - self.viewport[1] / 2)
+        if not info["hit"]:
+            # not page.mouse.wheel: it scrolls what is under the pointer, and over the canvas it zooms
+            self.page.evaluate(SCROLL_GRAPH_JS)
             time.sleep(0.3)
             info = self.page.evaluate(GRAPH_JS, k)
         return info
@@ -256,6 +273,7 @@ def test_explorer_in_jupyterlab(tmp_path):
         before = lab.canvas_png()
         # tap a node on the canvas
         node = lab.graph(10)
+        assert node["hit"], f"node {node['name']} at ({node['x']:.0f}, {node['y']:.0f}) is under {node['at']}"
         page.mouse.click(node["x"], node["y"])
         page.get_by_text(node["name"], exact=True).first.wait_for(timeout=20000)
         # pin it to an accelerator it is not on yet (the start already splits the graph)
