@@ -208,7 +208,7 @@ def test_run_pipeline_refuses_a_non_contiguous_placement_on_one_line(tmp_path, c
     ids = [n.id for n in graph.nodes()]
     gpath = tmp_path / "g.json"
     write_nodelink(gpath, graph)
-    p = Placement({n: f"cpu:{i % 2}" for i, n in enumerate(ids)})
+    p = Placement({n: f"proc:{i % 2}" for i, n in enumerate(ids)})   # alternating: not contiguous
     cost_graph, cluster = runtime_problem(graph, LINK, 2)
     write_placement(tmp_path / "p.json", cost_graph, cluster, p)
     devices = _devices(tmp_path, cluster)

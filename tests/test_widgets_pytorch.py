@@ -29,7 +29,8 @@ def explorer(tmp_path_factory):
 
 def test_exports_for_pytorch(explorer, tmp_path):
     panel = explorer.pytorch
-    assert explorer.tabs.children[5].children[1].children == (panel.widget,)  # in the Load & export tab
+    files_tab = next(i for i in range(len(explorer.tabs.children)) if explorer.tabs.get_title(i) == "Load & export")
+    assert explorer.tabs.children[files_tab].children[1].children == (panel.widget,)  # in the Load & export tab
     split = panel.export("pipelining", str(tmp_path / "split.json"))
     data = json.loads(split.read_text())
     assert data["split_spec"] == {"transformer.h.1": "BEGINNING"} and data["source"]["spec"] == "hf:gpt2"
