@@ -53,7 +53,8 @@ GRAPH_JS = """(k) => {
   k = Math.min(k, n - 1);
   const x = r.left + rv.glyph.sx[k], y = r.top + rv.glyph.sy[k];
   // what a click at (x, y) would reach: the topmost element there, through Bokeh's shadow roots
-  let e = document.elementFromPoint(x, y);
+  // (a node hidden in a collapsed group has no screen position: nothing to reach)
+  let e = Number.isFinite(x) && Number.isFinite(y) ? document.elementFromPoint(x, y) : null;
   while (e && e.shadowRoot) { const f = e.shadowRoot.elementFromPoint(x, y); if (!f || f === e) break; e = f; }
   let hit = false;
   for (let a = e; a && !hit; a = a.parentNode || a.host) hit = a === pv.canvas_view.el;
