@@ -105,6 +105,20 @@ def test_gloo_transport_runs_torch_schedule_gpipe_and_frees_its_port():
     assert_no_children()
 
 
+@pytest.mark.slow
+def test_gloo_sends_and_receives_vits_strided_activation():
+    """ViT's layer output is a strided view; gloo refuses those unless made contiguous (issue #10)."""
+    graph = spec_graph("hf:vit", {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
+                                  "intermediate_size": 64, "patch_size": 8}, {"image_size": 32}, granularity="module")
+    ids = list(graph.node_ids)
+    cut = ids.index("vit.layers.1")
+    placement = {n: "cpu:0" if i < cut else "cpu:1" for i, n in enumerate(ids)}
+    link = LinkCalibration("gloo", latency_ms=0.2, bandwidth_bytes_per_ms=1e6)
+    run = run_pipeline(graph, placement, link=link, microbatches=2, repeats=1, transport="gloo")
+    assert run.split_spec == {"vit.layers.1": "BEGINNING"} and run.outputs_match and run.max_abs_diff <= 1e-5
+    assert_no_children()
+
+
 @pytest.mark.parametrize("case", [TINY_GPT2, TINY_RESNET], ids=["gpt2", "resnet"])
 def test_solve_export_run_pipeline_through_the_cli(case, tmp_path, capsys):
     graph = spec_graph(*case)

@@ -37,6 +37,7 @@ import math
 from collections import deque
 from typing import Sequence
 
+from ..model.components import weak_components
 from .compiled import CompiledProblem
 
 
@@ -108,22 +109,7 @@ def pieces_of(prob: CompiledProblem, dev: Sequence[int]) -> dict[int, list[list[
 
 
 def _components(prob: CompiledProblem, nodes: set[int]) -> list[list[int]]:
-    seen: set[int] = set()
-    comps = []
-    for s in sorted(nodes):
-        if s in seen:
-            continue
-        seen.add(s)
-        comp, stack = [], [s]
-        while stack:
-            v = stack.pop()
-            comp.append(v)
-            for w in prob.preds[v] + prob.succs[v]:
-                if w in nodes and w not in seen:
-                    seen.add(w)
-                    stack.append(w)
-        comps.append(sorted(comp))
-    return comps
+    return [sorted(c) for c in weak_components(sorted(nodes), prob.preds, prob.succs)]
 
 
 def single_sample_latency(prob: CompiledProblem, dev: Sequence[int], *, record: list | None = None

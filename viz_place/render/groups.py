@@ -36,6 +36,7 @@ import networkx as nx
 import numpy as np
 
 from ..model import OpGraph
+from ..model.components import weak_components
 
 #: Most children a structural group gets (consecutive blocks are gathered beyond that).
 MAX_CHILDREN = 12
@@ -283,23 +284,8 @@ def _structural_hierarchy(graph: OpGraph) -> Hierarchy:
         return segments
 
     def branches(nodes: list[int]) -> list[list[int]]:
-        inner = set(nodes[1:-1])
-        seen: set[int] = set()
-        comps = []
-        for s in nodes[1:-1]:
-            if s in seen:
-                continue
-            seen.add(s)
-            comp, stack = [], [s]
-            while stack:
-                v = stack.pop()
-                comp.append(v)
-                for w in succ[v] + pred[v]:
-                    if w in inner and w not in seen:
-                        seen.add(w)
-                        stack.append(w)
-            comps.append(sorted(comp, key=lambda x: pos_all[x]))
-        return sorted(comps, key=lambda c: pos_all[c[0]])
+        comps = weak_components(nodes[1:-1], pred, succ)
+        return sorted((sorted(c, key=lambda x: pos_all[x]) for c in comps), key=lambda c: pos_all[c[0]])
 
     def chunk(items: list[list[int]], k: int) -> list[list[list[int]]]:
         """Consecutive runs of ``items`` with about equal node counts, at most ``k`` runs."""

@@ -19,6 +19,46 @@ from .shm_pipeline import allocate
 from .stages import as_list, build_pipe, compiled_stage, output_tensors, stage_plan
 
 
+def contiguous_transfers(stage_module) -> list[str]:
+    """Make every activation a stage sends and receives over gloo contiguous (same shape, dtype, values).
+
+    gloo sends and receives contiguous tensors only (``input tensor has to be contiguous``:
+    ViT-B/16 split at a layer boundary passes a strided view), while ``PipelineStage`` sends a
+    stage's outputs as they are and allocates each receive buffer with the strides torch.export
+    traced (``torch.empty_strided`` from the placeholder's ``meta["val"]``). So: a forward hook
+    returns the outputs ``.contiguous()`` (a copy only where one is strided), and every strided
+    placeholder gets a contiguous ``meta["val"]``. Call before ``pipe.build_stage``. Returns the
+    placeholders changed.
+
+    >>> import torch
+    >>> gm = torch.fx.symbolic_trace(torch.nn.Identity())
+    >>> x = next(n for n in gm.graph.nodes if n.op == "placeholder")
+    >>> x.meta["val"] = torch.empty(4, 3, device="meta").t()
+    >>> contiguous_transfers(gm), x.meta["val"].is_contiguous(), tuple(x.meta["val"].shape)
+    (['input_1'], True, (3, 4))
+    >>> gm(torch.ones(4, 3).t()).is_contiguous()
+    True
+    """
+    import torch
+    changed = []
+    for node in stage_module.graph.nodes:
+        val = node.meta.get("val") if node.op == "placeholder" else None
+        if isinstance(val, torch.Tensor) and not val.is_contiguous():
+            node.meta["val"] = torch.empty(tuple(val.shape), dtype=val.dtype, device="meta")
+            changed.append(node.name)
+    stage_module.register_forward_hook(_contiguous_outputs)
+    return changed
+
+
+def _contiguous_outputs(module, args, out):
+    import torch
+    if isinstance(out, torch.Tensor):
+        return out.contiguous()
+    if isinstance(out, (tuple, list)):
+        return type(out)(o.contiguous() if isinstance(o, torch.Tensor) else o for o in out)
+    return out
+
+
 def gloo_stage_main(rank, world, port, recipe, split, parent_pid, batch, outputs, go, queue, microbatches, repeats):
     start_watchdog(parent_pid)
     try:
@@ -30,6 +70,7 @@ def gloo_stage_main(rank, world, port, recipe, split, parent_pid, batch, outputs
         try:
             module, example = recipe.build()
             pipe = build_pipe(module, example, split)
+            contiguous_transfers(pipe.get_stage_module(rank))
             stage = pipe.build_stage(rank, torch.device("cpu"))
             compiled_stage(stage.submod)
             schedule = ScheduleGPipe(stage, n_microbatches=microbatches)

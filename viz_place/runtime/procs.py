@@ -15,9 +15,14 @@ import queue as queue_mod
 import signal
 import threading
 import time
+import warnings
 from typing import Any, Callable, Sequence
 
 from .errors import PipelineRunError
+
+# torch's own pytree unpickling in every spawned stage (the split's TreeSpec) warns about its own
+# deprecated LeafSpec check; nothing a user can act on, printed once per process and stage
+warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)", category=FutureWarning)
 
 
 class RunCancelled(Exception):
