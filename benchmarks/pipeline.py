@@ -9,7 +9,7 @@ calibrated once, first, by its own ping-pong; predictions are the evaluator's ma
 placement under those costs (never fitted to a run). A gloo ping-pong is measured too, to show
 why the shared-memory transport is the one used.
 
-    .venv/bin/python benchmarks/pipeline.py                 # all three models, ~15 min here
+    .venv/bin/python benchmarks/pipeline.py                 # all three models, ~7 min on a quiet machine
     .venv/bin/python benchmarks/pipeline.py --models gpt2 --microbatches 8 --repeats 3 --json out.json
 
 Targets (issue #10): outputs match; |measured / predicted - 1| <= 0.25 for every split; dp at
@@ -173,7 +173,7 @@ def main(argv=None) -> int:
     p.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, of {', '.join(MODELS)}")
     p.add_argument("--splitters", default=",".join(SPLITTERS))
     p.add_argument("--microbatches", type=int, default=8)
-    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--no-gloo", dest="gloo", action="store_false",
                    help="skip the dp split over gloo (ScheduleGPipe), run beside the shared-memory one")
     p.add_argument("--json", metavar="FILE", help="also write the rows here")
