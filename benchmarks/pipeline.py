@@ -78,7 +78,7 @@ def run_model(key, link, gloo, args):
     from viz_place.runtime import run_pipeline, runtime_problem
     spec, overrides, kw = MODELS[key]
     t0 = time.perf_counter()
-    graph = import_torch(spec, overrides=overrides, granularity="module", profile=True, **kw)
+    graph = import_torch(spec, overrides=overrides, granularity="module", profile=True, training=args.training, **kw)
     print(f"[{key}] imported and profiled: {graph.num_nodes} module nodes in {time.perf_counter() - t0:.0f} s; "
           + "; ".join(n for n in graph.notes if "profile" in n.lower() or "calibration" in n.lower())[:300], flush=True)
     cost_graph, cluster = runtime_problem(graph, link, 2)
@@ -91,7 +91,10 @@ def run_model(key, link, gloo, args):
             print(f"[{key}] {name}: cannot run: {err}", flush=True)
             rows.append({"model": key, "splitter": name, "error": str(err)})
             continue
-        runs = [(name, link)] + ([("dp over gloo", gloo)] if name == "dp" and args.gloo else [])
+        if args.training:  # 1F1B training steps run over gloo only (torch's Schedule1F1B)
+            runs = [(name, gloo)]
+        else:
+            runs = [(name, link)] + ([("dp over gloo", gloo)] if name == "dp" and args.gloo else [])
         for label, lk in runs:
             t0 = time.perf_counter()
             try:
@@ -106,7 +109,7 @@ def run_model(key, link, gloo, args):
 
 
 def _row(key, name, how, split, run, t0):
-    row = {"model": key, "splitter": name, "how": how, "split_spec": split.split_spec, "transport": run.transport,
+    row = {"model": key, "splitter": name, "how": how, "training": run.training, "grads_match": run.grads_match, "split_spec": split.split_spec, "transport": run.transport,
            "outputs_match": run.outputs_match, "max_abs_diff": run.max_abs_diff,
            "predicted_ms": run.predicted_time_per_sample, "measured_ms": run.measured_time_per_sample,
            "wall_ms": run.wall_time_per_sample, "one_process_ms": run.single_process_time_per_sample,
@@ -147,9 +150,9 @@ def table(rows, link, gloo):
     if any(r.get("how") == "local function" for r in rows):
         print("* baseline computed by this script's local function (the registered solver was not available)")
     print()
-    shm = [r for r in rows if "error" not in r and r["transport"] == "shm"]
+    shm = [r for r in rows if "error" not in r and (r["transport"] == "shm" or r.get("training"))]
     ok_ratio = all(abs(r["ratio"] - 1) <= 0.25 for r in shm)
-    ok_match = all(r.get("outputs_match") for r in rows if "error" not in r)
+    ok_match = all(r.get("outputs_match") and r.get("grads_match") is not False for r in rows if "error" not in r)
     verdicts = []
     for model in dict.fromkeys(r["model"] for r in rows):
         by = {r["splitter"]: r for r in shm if r["model"] == model}
@@ -160,7 +163,8 @@ def table(rows, link, gloo):
                       "one placement (machine noise), not a comparison")
             others = [v["measured_ms"] for k, v in by.items() if k != "dp" and k not in same]
             verdicts.append((model, min(others) / by["dp"]["measured_ms"] if others else 1.0))
-    print(f"outputs match on all: {ok_match}; |measured/predicted - 1| <= 0.25 on every shared-memory run: {ok_ratio}")
+    print(f"outputs (training: and gradients) match on all: {ok_match}; |measured/predicted - 1| <= 0.25 on every "
+          f"shared-memory run (training: every 1F1B run): {ok_ratio}")
     for model, speedup in verdicts:
         print(f"{model}: dp measured {speedup:.2f}x faster than the best baseline")
     if verdicts:
@@ -176,6 +180,8 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--no-gloo", dest="gloo", action="store_false",
                    help="skip the dp split over gloo (ScheduleGPipe), run beside the shared-memory one")
+    p.add_argument("--training", action="store_true",
+                   help="training graphs (import --training) and 1F1B training steps over gloo (Schedule1F1B)")
     p.add_argument("--json", metavar="FILE", help="also write the rows here")
     args = p.parse_args(argv)
     args.splitters = args.splitters.split(",")

@@ -262,3 +262,61 @@ def test_docstring_examples_run(name):
     import importlib
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+def _split_at(graph, first_of_stage_1):
+    """A 2-stage placement that starts stage 1 at ``first_of_stage_1``; backward twins follow."""
+    fwd = [n.id for n in graph.nodes() if not n.backward and not n.artificial]
+    cut = fwd.index(first_of_stage_1)
+    out = {}
+    for n in graph.nodes():
+        base = n.id[:-len("__grad")] if n.backward else n.id
+        out[n.id] = "cpu:0" if base in fwd and fwd.index(base) < cut else "cpu:1"
+    return out
+
+
+@pytest.mark.slow
+def test_training_runs_torchs_1f1b_over_gloo_and_gradients_match_tied_weights_included():
+    """GPT-2 ties lm_head to wte: the two stages each hold one name; their gradients must add up."""
+    spec, overrides, kw = TINY_GPT2
+    graph = spec_graph(spec, overrides, kw, granularity="module", training=True)
+    link = LinkCalibration("gloo", latency_ms=0.2, bandwidth_bytes_per_ms=1e6)
+    run = run_pipeline(graph, _split_at(graph, "transformer.h.1"), link=link, microbatches=4, repeats=1,
+                       transport="gloo")
+    assert run.training and run.split_spec == {"transformer.h.1": "BEGINNING"}
+    assert run.outputs_match and run.grads_match and run.grads_max_abs_diff <= 1e-5
+    cost_graph, cluster = runtime_problem(graph, link, 2)
+    ev = evaluate(cost_graph, cluster, to_runtime_placement(_split_at(graph, "transformer.h.1"), tuple(run.devices)))
+    assert run.predicted_time_per_sample == pytest.approx(ev.max_load)
+    assert ev.max_load > evaluate(*runtime_problem(spec_graph(spec, overrides, kw, granularity="module"), link, 2),
+                                  to_runtime_placement({n: v for n, v in _split_at(graph, "transformer.h.1").items()
+                                                        if not n.endswith("__grad")}, tuple(run.devices))).max_load
+    assert all(s.measured_compute > 0 for s in run.per_stage) and "1F1B" in " ".join(run.notes)
+    assert_no_children()
+
+
+def test_training_runs_are_refused_when_they_cannot_be_predicted_or_run(tmp_path, capsys):
+    graph, recipe = mlp_case()
+    with pytest.raises(Exception, match=r"no backward nodes, so nothing predicts a training step "
+                                        r"\(import it with --training\)"):
+        run_pipeline(graph, dp_placement(graph), recipe=recipe, link=LINK, training=True, transport="gloo")
+    from viz_place.io.torch_import import import_torch
+    m = mlp()
+    train = import_torch(m, (torch.randn(4, 32),), training=True)
+    placement = _split_at(train, "_4")
+    with pytest.raises(Exception, match="Schedule1F1B.*transport='gloo'"):
+        run_pipeline(train, placement, recipe=recipe, link=LINK)
+    gloo = LinkCalibration("gloo", latency_ms=0.2, bandwidth_bytes_per_ms=1e6)
+    with pytest.raises(Exception, match="microbatches 1: a 1F1B schedule needs at least as many microbatches as "
+                                        r"stages \(2\)"):
+        run_pipeline(train, placement, recipe=recipe, link=gloo, transport="gloo", microbatches=1)
+    gpath = tmp_path / "g.json"
+    write_nodelink(gpath, train)
+    cost_graph, cluster = runtime_problem(train, LINK, 2)
+    write_placement(tmp_path / "p.json", cost_graph, cluster, Placement({
+        n: d.replace("cpu", "proc") for n, d in placement.items()}))
+    assert main(["run-pipeline", str(gpath), str(tmp_path / "p.json"), "--devices", _devices(tmp_path, cluster),
+                 "--link", "never-read.json"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "--transport gloo" in err
+    assert_no_children()

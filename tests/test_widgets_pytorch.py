@@ -81,3 +81,26 @@ def test_run_pipeline_cancel(explorer):
         child.join(5)
     assert multiprocessing.active_children() == []
     assert not panel.run_button.disabled
+
+
+@pytest.mark.slow
+def test_a_training_graph_runs_1f1b_over_gloo_from_the_panel(tmp_path):
+    ex = PlacementExplorer("hf:gpt2", overrides=TINY, import_options={"seq_len": 8, "granularity": "module",
+                                                                      "training": True},
+                           load_bokehjs=False, workdir=tmp_path)
+    graph = ex.state.graph
+    fwd = [n.id for n in graph.nodes() if not n.backward and not n.artificial]
+    cut = fwd.index("transformer.h.1")
+    ex.state.apply_result(Placement({n.id: "gpu:0" if (n.id[:-6] if n.backward else n.id) in fwd[:cut] else "gpu:1"
+                                     for n in graph.nodes()}, solver="manual"))
+    panel = ex.pytorch
+    assert panel.transport.value == "shm"
+    assert panel.run(wait=True) is None    # refused up front: no process started
+    assert "cannot run" in panel.status.value and "--transport gloo" in panel.status.value
+    panel.transport.value = "gloo"
+    task = panel.run(microbatches=2, repeats=1, wait=True)
+    assert task.error is None, task.error
+    assert panel.last_run.training and panel.last_run.grads_match
+    assert "gradients match the unsplit model&#x27;s: True" in panel.result.value or \
+        "gradients match the unsplit model's: True" in panel.result.value
+    assert multiprocessing.active_children() == []

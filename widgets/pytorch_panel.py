@@ -70,6 +70,9 @@ def run_table_html(run) -> str:
             f"{fmt(run.predicted_time_per_sample)} ms (x{fmt(run.ratio)}), one process "
             f"{fmt(run.single_process_time_per_sample)} ms; outputs match: {run.outputs_match} "
             f"(max abs diff {fmt(run.max_abs_diff)}); costs: {escape_text(run.costs)}")
+    if getattr(run, "training", False):
+        head += (f"<br>training step (1F1B): gradients match the unsplit model's: {run.grads_match} "
+                 f"(max abs diff {fmt(run.grads_max_abs_diff)})")
     return f"{head}<table class='vp-pipeline-run'><tr>{th}</tr>{body}</table>"
 
 
@@ -94,7 +97,7 @@ class PyTorchPanel:
         self.export_message = W.HTML()
         self.microbatches = W.BoundedIntText(value=8, min=1, max=1024, description="microbatches",
                                              layout=W.Layout(width="180px"))
-        self.transport = W.Dropdown(options=[("shared memory", "shm"), ("gloo (ScheduleGPipe)", "gloo")],
+        self.transport = W.Dropdown(options=[("shared memory", "shm"), ("gloo (torch ScheduleGPipe / 1F1B)", "gloo")],
                                     value="shm", description="transport", layout=W.Layout(width="260px"))
         self.run_button = W.Button(description="Run pipeline", icon="play", button_style="primary")
         self.cancel_button = W.Button(description="Cancel", icon="stop", disabled=True)
@@ -148,6 +151,9 @@ class PyTorchPanel:
         mbs = int(microbatches or self.microbatches.value)
         try:
             pipeline_split(graph, placement)
+            if graph.is_training:
+                from viz_place.runtime.run import check_training_run
+                check_training_run(graph, transport)
             recipe = self._recipe()
         except VizPlaceError as err:
             self.status.value = error_html(f"cannot run this placement: {err}")

@@ -40,7 +40,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--microbatches", type=int, default=8, metavar="M", help="microbatches per stream (default 8)")
     p.add_argument("--repeats", type=int, default=3, metavar="R", help="timed streams after one warm-up (default 3)")
     p.add_argument("--transport", choices=("shm", "gloo"), default="shm",
-                   help="shm: shared-memory buffers allocated once (default); gloo: ScheduleGPipe over loopback")
+                   help="shm: shared-memory buffers allocated once (default); gloo: ScheduleGPipe over loopback "
+                        "(Schedule1F1B training steps when the graph has backward nodes, import --training)")
     p.add_argument("--link", metavar="FILE", help="link calibration from calibrate-link (default: measure one first)")
     p.add_argument("--save-link", metavar="FILE", help="write the calibration used here")
     p.add_argument("--timeout", type=float, default=900.0, metavar="S", help="give up on a silent stage after S s")
@@ -122,7 +123,10 @@ def run_run_pipeline(args) -> int:
         if value < 1:
             raise InputFormatError(f"{flag} {value}: must be >= 1")
     from ..io.torch_export_placement import pipeline_split
+    from ..runtime.run import check_training_run
     pipeline_split(graph, placement)  # refuse a placement that is no pipeline before measuring anything
+    if graph.is_training:
+        check_training_run(graph, args.transport)
     link = read_link(args.link) if args.link else calibrate_link(args.transport)
     if args.save_link:
         write_link(args.save_link, link)
@@ -135,6 +139,9 @@ def run_run_pipeline(args) -> int:
     print(f"{run.graph}: {run.stages} stages over {run.transport}, split at {run.split_spec}; "
           f"{run.microbatches} microbatches, costs: {run.costs}")
     print(f"outputs match the unsplit model: {run.outputs_match} (max abs diff {fmt(run.max_abs_diff)})")
+    if run.training:
+        print(f"training (1F1B): gradients match the unsplit model's: {run.grads_match} "
+              f"(max abs diff {fmt(run.grads_max_abs_diff)})")
     print(f"time per sample (ms): measured {fmt(run.measured_time_per_sample)}, predicted "
           f"{fmt(run.predicted_time_per_sample)} (measured/predicted {fmt(run.ratio)}); one process "
           f"{fmt(run.single_process_time_per_sample)}; with fill and drain {fmt(run.wall_time_per_sample)}")

@@ -59,12 +59,39 @@ def _contiguous_outputs(module, args, out):
     return out
 
 
-def gloo_stage_main(rank, world, port, recipe, split, parent_pid, batch, outputs, go, queue, microbatches, repeats):
+def pipeline_loss(output, target):
+    """The training runs' loss per microbatch: mean squared error of the model's first output
+    tensor (logits, features) against a fixed random target. Picklable, so every stage has it."""
+    from .stages import output_tensors
+    first = output_tensors(output)[0]
+    return ((first.float() - target) ** 2).mean()
+
+
+def _timed_chunks(stage, marks: list) -> None:
+    """Record ("for" | "bac", start, end) of every forward and backward chunk the schedule runs."""
+    for name in ("forward_one_chunk", "backward_one_chunk"):
+        inner = getattr(stage, name)
+
+        def timed(*args, inner_=inner, kind_=name[:3], **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return inner_(*args, **kwargs)
+            finally:
+                marks.append((kind_, t0, time.perf_counter()))
+        setattr(stage, name, timed)
+
+
+def gloo_stage_main(rank, world, port, recipe, split, parent_pid, batch, outputs, go, queue, microbatches, repeats,
+                    target=None):
+    """One gloo stage: ``ScheduleGPipe`` forward only, or with ``target`` a 1F1B training step
+    (``Schedule1F1B``, loss :func:`pipeline_loss`, summed over microbatches) whose gradients
+    are sent to the parent after the last step."""
     start_watchdog(parent_pid)
+    training = target is not None
     try:
         import torch
         import torch.distributed as dist
-        from torch.distributed.pipelining import ScheduleGPipe
+        from torch.distributed.pipelining import Schedule1F1B, ScheduleGPipe
         torch.set_num_threads(1)
         dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
         try:
@@ -73,28 +100,44 @@ def gloo_stage_main(rank, world, port, recipe, split, parent_pid, batch, outputs
             contiguous_transfers(pipe.get_stage_module(rank))
             stage = pipe.build_stage(rank, torch.device("cpu"))
             compiled_stage(stage.submod)
-            schedule = ScheduleGPipe(stage, n_microbatches=microbatches)
-            marks: list[float] = []
-            stage.submod.register_forward_pre_hook(lambda *a: marks.append(time.perf_counter()))
-            stage.submod.register_forward_hook(lambda *a: marks.append(time.perf_counter()))
+            spans: list[tuple[str, float, float]] = []
+            if training:
+                schedule = Schedule1F1B(stage, n_microbatches=microbatches, loss_fn=pipeline_loss, scale_grads=False)
+                _timed_chunks(stage, spans)
+            else:
+                schedule = ScheduleGPipe(stage, n_microbatches=microbatches)
+                marks: list[float] = []
+                stage.submod.register_forward_pre_hook(lambda *a: marks.append(time.perf_counter()))
+                stage.submod.register_forward_hook(lambda *a: spans.append(("for", marks.pop(), time.perf_counter())))
+            last = rank == world - 1
             queue.put(("ready", rank, os.getpid()))
             go.wait()
             for rep in range(repeats + 1):
-                marks.clear()
+                spans.clear()
                 dist.barrier()
                 start = time.perf_counter()
-                with torch.no_grad():
-                    out = schedule.step(*batch) if rank == 0 else schedule.step()
+                if training:
+                    stage.submod.zero_grad(set_to_none=True)
+                    kw = {"target": target, "losses": []} if last else {}
+                    out = schedule.step(*batch, **kw) if rank == 0 else schedule.step(**kw)
+                else:
+                    with torch.no_grad():
+                        out = schedule.step(*batch) if rank == 0 else schedule.step()
                 end = time.perf_counter()
-                compute = sum(marks[i + 1] - marks[i] for i in range(0, len(marks) - 1, 2))
-                done = marks[1::2]
+                compute = sum(b - a for _, a, b in spans)
+                # a microbatch is done at a stage when its last chunk there ends (the backward in training)
+                done = [b for kind, _, b in spans if kind == ("bac" if training else "for")]
                 queue.put(("result", rank, {"compute": compute, "recv_wait": 0.0, "recv_copy": 0.0,
                                             "send_wait": end - start - compute, "send_copy": 0.0,
                                             "start": start, "done": done, "warmup": rep == 0}))
-            if rank == world - 1:
-                leaves = as_list(out)
-                for buf, val in zip(outputs, leaves):
-                    buf.copy_(val.reshape(buf.shape))
+            if last:
+                with torch.no_grad():
+                    for buf, val in zip(outputs, as_list(out)):
+                        buf.copy_(val.reshape(buf.shape))
+            if training:
+                # by value (numpy): a tensor would travel as a file descriptor that dies with this process
+                queue.put(("grads", rank, {name: p.grad.detach().numpy().copy() for name, p in
+                                           stage.submod.named_parameters() if p.grad is not None}))
             dist.barrier()
         finally:
             dist.destroy_process_group()
@@ -108,7 +151,9 @@ def gloo_stage_main(rank, world, port, recipe, split, parent_pid, batch, outputs
         raise SystemExit(1)
 
 
-def run_gloo(recipe, split, plan, values, mbs, module, *, repeats, timeout, cancel, on_start, say):
+def run_gloo(recipe, split, plan, values, mbs, module, *, repeats, timeout, cancel, on_start, say, targets=None):
+    """(outputs per microbatch, per-stage stats, single-process ms per sample, stage gradients or None).
+    With ``targets`` (one per microbatch) every stream is a 1F1B training step."""
     import torch
     import torch.multiprocessing as tmp
     from .shm_runner import single_process_time
@@ -118,13 +163,16 @@ def run_gloo(recipe, split, plan, values, mbs, module, *, repeats, timeout, canc
     go, queue = ctx.Event(), ctx.Queue()
     port = free_port()
     batch = tuple(torch.cat(list(xs)).share_memory_() for xs in zip(*mbs))
-    args = [(r, n, port, recipe, split, os.getpid(), batch, outputs, go, queue, len(mbs), repeats) for r in range(n)]
+    target = torch.cat(list(targets)).share_memory_() if targets is not None else None
+    args = [(r, n, port, recipe, split, os.getpid(), batch, outputs, go, queue, len(mbs), repeats, target)
+            for r in range(n)]
+    grads = None
     with StageGroup(ctx, gloo_stage_main, args, split.devices, queue=queue) as group:
         if on_start:
             on_start(group.pids)
         say(f"started {n} stage processes (gloo on 127.0.0.1:{port}); waiting for them to build their stages")
         group.collect("ready", range(n), timeout=timeout, cancel=cancel)
-        single = single_process_time(module, mbs)
+        single = single_process_time(module, mbs, targets=targets)
         go.set()
         stats = [[] for _ in range(n)]
         for rep in range(repeats + 1):
@@ -132,6 +180,8 @@ def run_gloo(recipe, split, plan, values, mbs, module, *, repeats, timeout, canc
             if rep:
                 for s in range(n):
                     stats[s].append(got[s])
+        if targets is not None:
+            grads = group.collect("grads", range(n), timeout=timeout, cancel=cancel)
         group.collect("exit", range(n), timeout=30, cancel=cancel)
     got = [[out[m].clone() for out in outputs] for m in range(len(mbs))]
-    return got, stats, single
+    return got, stats, single, grads

@@ -18,6 +18,8 @@ machine (:mod:`viz_place.runtime.costs`):
 
 Transports: ``shm`` (:mod:`viz_place.runtime.shm_pipeline`, the default) and ``gloo``
 (:mod:`viz_place.runtime.gloo_pipeline`: torch's ``PipelineStage`` + ``ScheduleGPipe``).
+A training graph (``import --training``) runs 1F1B training steps over gloo instead
+(``Schedule1F1B``), and the stages' gradients are checked against the unsplit model's.
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ from ..io.torch_export_placement import PipelineSplit, pipeline_split
 from ..model import OpGraph, Placement
 from .calibrate import LinkCalibration, calibrate_link
 from .costs import runtime_problem, to_runtime_placement
+from .errors import InternalError
 from .procs import RunCancelled, StageGroup
 from .recipe import ModelRecipe, graph_source
 from .stages import as_list, build_pipe, check_weights, compiled_stage, output_tensors, stage_plan
@@ -75,6 +78,9 @@ class PipelineRun:
     time_unit: str = "ms"
     repeats: int = 0
     notes: list[str] = field(default_factory=list)
+    training: bool = False
+    grads_match: bool | None = None        # training: every parameter's gradient equals the unsplit model's
+    grads_max_abs_diff: float | None = None
 
     @property
     def ratio(self) -> float:
@@ -117,14 +123,23 @@ def run_pipeline(graph: OpGraph, placement: Placement | Mapping[str, str], *, re
                  link: LinkCalibration | None = None, microbatches: int = 4, repeats: int = 3,
                  transport: str = "shm", slots: int = 2, seed: int = 0, timeout: float = 600.0,
                  cancel=None, progress: Callable[[str], None] | None = None,
-                 on_start: Callable[[list[int]], None] | None = None) -> PipelineRun:
+                 on_start: Callable[[list[int]], None] | None = None, training: bool | None = None) -> PipelineRun:
     """Run ``placement`` of ``graph`` for real (module docstring); ``recipe`` rebuilds the model
     (default: the source the importer recorded on ``graph``). ``link`` is a calibration of the
     same transport (default: one is measured now, before the run). ``on_start`` gets the stage
-    pids. Raises :class:`~viz_place.runtime.errors.PipelineRunError` naming a stage that failed."""
+    pids. ``training`` (default: whether ``graph`` has backward nodes, ``import --training``)
+    runs every stream as a 1F1B training step (torch's ``Schedule1F1B`` over gloo) and checks
+    every parameter's gradient against the unsplit model's. Raises
+    :class:`~viz_place.runtime.errors.PipelineRunError` naming a stage that failed."""
     say = progress or (lambda msg: None)
     if transport not in TRANSPORTS:
         raise InputFormatError(f"transport {transport!r}: expected one of {TRANSPORTS}")
+    training = graph.is_training if training is None else bool(training)
+    if training:
+        check_training_run(graph, transport)
+    elif graph.is_training:
+        raise InputFormatError(f"graph {graph.name!r} has backward nodes, so its prediction is a training step: run it "
+                               "with training=True or import the model without --training for an inference run")
     if isinstance(microbatches, bool) or not isinstance(microbatches, int) or microbatches < 1:
         raise InputFormatError(f"microbatches must be a whole number >= 1, got {microbatches!r}")
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
@@ -132,6 +147,9 @@ def run_pipeline(graph: OpGraph, placement: Placement | Mapping[str, str], *, re
     if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
         raise InputFormatError(f"slots must be a whole number >= 1, got {slots!r}")
     split = pipeline_split(graph, placement)
+    if training and microbatches < split.num_stages:
+        raise InputFormatError(f"microbatches {microbatches}: a 1F1B schedule needs at least as many microbatches "
+                               f"as stages ({split.num_stages})")
     if recipe is None:
         source = graph_source(graph)
         if source is None:
@@ -156,16 +174,20 @@ def run_pipeline(graph: OpGraph, placement: Placement | Mapping[str, str], *, re
         plan = stage_plan(pipe)
         mbs = _microbatch_inputs(example, microbatches, seed)
         values = _dry_run(pipe, plan, mbs[0])
+        targets = _targets(module, mbs, seed) if training else None
         if transport == "shm":
             from .shm_runner import run_shm
-            got, stats, single = run_shm(recipe, split, plan, values, mbs, module, slots=slots, repeats=repeats,
-                                         timeout=timeout, cancel=cancel, on_start=on_start, say=say)
+            got, stats, single, grads = run_shm(recipe, split, plan, values, mbs, module, slots=slots,
+                                                repeats=repeats, timeout=timeout, cancel=cancel, on_start=on_start,
+                                                say=say)
         else:
             from .gloo_pipeline import run_gloo
-            got, stats, single = run_gloo(recipe, split, plan, values, mbs, module, repeats=repeats, timeout=timeout,
-                                          cancel=cancel, on_start=on_start, say=say)
+            got, stats, single, grads = run_gloo(recipe, split, plan, values, mbs, module, repeats=repeats,
+                                                 timeout=timeout, cancel=cancel, on_start=on_start, say=say,
+                                                 targets=targets)
         with torch.no_grad():
             reference = [output_tensors(module(*mb)) for mb in mbs]
+        grad_diff, grads_match = _compare_grads(module, mbs, targets, grads) if training else (None, None)
     finally:
         torch.set_num_threads(threads)
     diff, match = _compare(got, reference)
@@ -175,11 +197,69 @@ def run_pipeline(graph: OpGraph, placement: Placement | Mapping[str, str], *, re
                        max_abs_diff=diff, measured_time_per_sample=measured, wall_time_per_sample=wall,
                        predicted_time_per_sample=ev.max_load, single_process_time_per_sample=single,
                        per_stage=per_stage, link=link.to_dict(), costs=_costs_kind(graph), repeats=repeats,
-                       notes=_notes(transport, graph))
+                       notes=_notes(transport, graph, training), training=training, grads_match=grads_match,
+                       grads_max_abs_diff=grad_diff)
 
 
-def _notes(transport: str, graph: OpGraph) -> list[str]:
+def check_training_run(graph: OpGraph, transport: str) -> None:
+    """Refuse a training run that cannot be predicted (no backward nodes) or run (not over gloo)."""
+    if not graph.is_training:
+        raise InputFormatError(f"graph {graph.name!r} has no backward nodes, so nothing predicts a training step "
+                               "(import it with --training)")
+    if transport != "gloo":
+        raise InputFormatError("training runs use torch's Schedule1F1B, which moves activations and gradients over "
+                               "a process group: pass transport='gloo' (--transport gloo)")
+
+
+def _targets(module, mbs: list[tuple], seed: int) -> list:
+    """One fixed random target per microbatch, shaped like the model's first output tensor."""
+    import torch
+    with torch.no_grad():
+        first = output_tensors(module(*mbs[0]))[0]
+    gen = torch.Generator().manual_seed(seed + 1)
+    return [torch.randn(first.shape, generator=gen) for _ in mbs]
+
+
+def _compare_grads(module, mbs: list[tuple], targets: list, grads: Mapping[int, Mapping[str, Any]]
+                   ) -> tuple[float, bool]:
+    """(max abs difference, match) of the stages' gradients (a tied parameter's summed over the
+    stages that hold it, under any of its names) against the unsplit model's, loss summed over
+    the same microbatches."""
+    import torch
+    from .gloo_pipeline import pipeline_loss
+    module.zero_grad(set_to_none=True)
+    for mb, t in zip(mbs, targets):
+        pipeline_loss(module(*mb), t).backward()
+    summed: dict[str, Any] = {}
+    for stage_grads in grads.values():
+        for name, g in stage_grads.items():
+            g = torch.as_tensor(g)
+            summed[name] = summed[name] + g if name in summed else g
+    aliases: dict[int, list[str]] = {}  # a tied parameter's names (GPT-2: transformer.wte.weight, lm_head.weight)
+    for name, p in module.named_parameters(remove_duplicate=False):
+        aliases.setdefault(id(p), []).append(name)
+    diff, scale, missing = 0.0, 1e-12, []
+    for name, p in module.named_parameters():
+        if p.grad is None:
+            continue
+        held = [summed[a] for a in aliases[id(p)] if a in summed]
+        if not held:
+            missing.append(name)
+            continue
+        diff = max(diff, float((sum(held).double() - p.grad.double()).abs().max()))
+        scale = max(scale, float(p.grad.double().abs().max()))
+    module.zero_grad(set_to_none=True)
+    if missing:
+        raise InternalError(f"training run: no stage returned a gradient for {missing[:3]} "
+                            f"({len(missing)} parameter(s))")
+    return diff, diff <= 1e-4 * scale
+
+
+def _notes(transport: str, graph: OpGraph, training: bool = False) -> list[str]:
     notes = []
+    if training:
+        notes.append("training: one 1F1B step per stream (Schedule1F1B, MSE loss of the first output vs a fixed random "
+                     "target, summed over microbatches, dropout off); a sample is one forward + backward")
     if transport == "gloo":
         notes.append("gloo: a stage's sends and receives cannot be told apart from waiting; they are in 'wait'")
     if not (graph.source or {}).get("profile"):

@@ -9,18 +9,29 @@ from .shm_pipeline import allocate, make_sync, stage_main
 from .stages import output_tensors
 
 
-def single_process_time(module, mbs) -> float:
-    """ms per sample of the unsplit model in this process (one thread), median of 3 passes."""
+def single_process_time(module, mbs, targets=None) -> float:
+    """ms per sample of the unsplit model in this process (one thread), median of 3 passes;
+    with ``targets``, of a training step (forward, loss, backward per microbatch)."""
     import statistics
     import torch
+
+    def once():
+        if targets is None:
+            with torch.no_grad():
+                for mb in mbs:
+                    module(*mb)
+            return
+        from .gloo_pipeline import pipeline_loss
+        for mb, t in zip(mbs, targets):
+            pipeline_loss(module(*mb), t).backward()
+        module.zero_grad(set_to_none=True)
+
+    once()
     times = []
-    with torch.no_grad():
-        module(*mbs[0])
-        for _ in range(3):
-            t0 = time.perf_counter()
-            for mb in mbs:
-                module(*mb)
-            times.append((time.perf_counter() - t0) / len(mbs) * 1e3)
+    for _ in range(3):
+        t0 = time.perf_counter()
+        once()
+        times.append((time.perf_counter() - t0) / len(mbs) * 1e3)
     return statistics.median(times)
 
 
@@ -51,4 +62,4 @@ def run_shm(recipe, split, plan, values, mbs, module, *, slots, repeats, timeout
         group.collect("exit", range(n), timeout=30, cancel=cancel)
     outputs = buffers[2]
     got = [[out[m].clone() for out in outputs] for m in range(len(mbs))]
-    return got, stats, single
+    return got, stats, single, None
