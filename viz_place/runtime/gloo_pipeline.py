@@ -174,12 +174,8 @@ def run_gloo(recipe, split, plan, values, mbs, module, *, repeats, timeout, canc
         group.collect("ready", range(n), timeout=timeout, cancel=cancel)
         single = single_process_time(module, mbs, targets=targets)
         go.set()
-        stats = [[] for _ in range(n)]
-        for rep in range(repeats + 1):
-            got = group.collect("result", range(n), timeout=timeout, cancel=cancel)
-            if rep:
-                for s in range(n):
-                    stats[s].append(got[s])
+        say(f"running {repeats} + 1 {'training steps' if targets is not None else 'streams'} of {len(mbs)} microbatches")
+        stats = group.timed_streams(repeats, timeout=timeout, cancel=cancel)
         if targets is not None:
             grads = group.collect("grads", range(n), timeout=timeout, cancel=cancel)
         group.collect("exit", range(n), timeout=30, cancel=cancel)

@@ -116,6 +116,17 @@ class StageGroup:
                                        f"{timeout:.0f} s", stage=late[0], device=self.devices[late[0]])
         return got
 
+    def timed_streams(self, repeats: int, *, timeout: float, cancel=None) -> list[list[Any]]:
+        """Collect one ``"result"`` per stage for a warm-up stream and ``repeats`` timed ones;
+        per stage, the timed streams' payloads (the warm-up's are dropped)."""
+        stats: list[list[Any]] = [[] for _ in self.procs]
+        for rep in range(repeats + 1):
+            got = self.collect("result", range(len(self.procs)), timeout=timeout, cancel=cancel)
+            if rep:
+                for s, payload in got.items():
+                    stats[s].append(payload)
+        return stats
+
     def close(self) -> None:
         for p in self.procs:
             if p.is_alive():

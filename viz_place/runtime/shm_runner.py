@@ -53,12 +53,7 @@ def run_shm(recipe, split, plan, values, mbs, module, *, slots, repeats, timeout
         single = single_process_time(module, mbs)  # the stages wait on `go`: the cores are free
         go.set()
         say(f"running {repeats} + 1 streams of {len(mbs)} microbatches")
-        stats = [[] for _ in range(n)]
-        for rep in range(repeats + 1):
-            got = group.collect("result", range(n), timeout=timeout, cancel=cancel)
-            if rep:
-                for s in range(n):
-                    stats[s].append(got[s])
+        stats = group.timed_streams(repeats, timeout=timeout, cancel=cancel)
         group.collect("exit", range(n), timeout=30, cancel=cancel)
     outputs = buffers[2]
     got = [[out[m].clone() for out in outputs] for m in range(len(mbs))]
