@@ -281,6 +281,22 @@ class Lanes:
         out[np.arange(K), self.word[c]] = np.left_shift(np.uint64(1), self.shift[c].astype(np.uint64))
         return out
 
+    def pack_counts(self, counts: np.ndarray) -> np.ndarray:
+        """(M, P) uint64 packing of per-chain counts (M, C)."""
+        out = np.zeros((counts.shape[0], self.guard.size), dtype=np.uint64)
+        for ci in range(self.word.size):
+            out[:, self.word[ci]] += counts[:, ci].astype(np.uint64) << np.uint64(self.shift[ci])
+        return out
+
+    def unpack(self, packed: np.ndarray) -> np.ndarray:
+        """(M, C) int64 per-chain counts of packed rows (M, P)."""
+        out = np.zeros((packed.shape[0], self.word.size), dtype=np.int64)
+        for ci in range(self.word.size):
+            above = int(self.guard[self.word[ci]]) >> int(self.shift[ci])
+            guard_bit = above & -above                         # this lane's guard: the lowest guard at or above it
+            out[:, ci] = (packed[:, self.word[ci]] >> np.uint64(self.shift[ci])) & np.uint64(guard_bit - 1)
+        return out
+
     def pack(self, bits: np.ndarray, chain_masks: np.ndarray) -> np.ndarray:
         """Packed per-chain counts of arbitrary node bitsets ``bits`` (N, W); ``chain_masks`` (C, W)."""
         out = np.zeros((bits.shape[0], self.guard.size), dtype=np.uint64)

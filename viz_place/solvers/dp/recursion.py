@@ -45,7 +45,8 @@ from typing import Callable
 
 import numpy as np
 
-from .ideals import Ideals, Lanes, chain_decomposition, words_for
+from .ideals import Ideals, Lanes, chain_decomposition
+from .hyperedges import hyperedge_tables
 from .lattice import DownEdges, down_edges, walk_down
 
 _REL = 1e-9
@@ -67,12 +68,12 @@ class Tables:
     pk: np.ndarray          # (N, P) packed per-chain counts of each ideal
     dk: np.ndarray          # (N, P) same for the down-closure of the hyperedges each ideal cuts
     guard: np.ndarray       # (P,)
-    hmask: np.ndarray       # (H, W) supernode bitset of each hyperedge
-    htc: np.ndarray         # (H,) transfer cost of each hyperedge
-    cut: np.ndarray         # (N, WH) bitset of hyperedges each ideal cuts
+    htc: np.ndarray         # (H,) transfer cost of each hyperedge (see :mod:`.hyperedges`)
     wcut: np.ndarray        # (N,) transfer cost of the hyperedges each ideal cuts
     cut_ptr: np.ndarray     # (N + 1,) the hyperedges ideal i cuts are cut_h[cut_ptr[i]:cut_ptr[i + 1]]
     cut_h: np.ndarray
+    cut_down: np.ndarray    # (E, P) packed down-closure of h ∩ I per (ideal, cut hyperedge) entry
+    free: np.ndarray        # (H, P) packed nodes above no node of each hyperedge
     succs: list[list[int]]
     counts: tuple[int, ...]
     pays: np.ndarray
@@ -104,73 +105,15 @@ class Tables:
             ratio = np.where(unsupported | (finite <= 0), 0.0, low_node[:, None] / np.where(finite > 0, finite, 1.0))
         rho = np.minimum(1.0, ratio.max(0, initial=0.0))
         rho = np.where(rho > 0, rho * (1 + 1e-12), 1.0)
-        W = words_for(K)
-        H = len(hyperedges)
-        hmask = np.zeros((H, W), dtype=np.uint64)
-        htc = np.zeros(H)
-        for h, (mask, tc) in enumerate(hyperedges):
-            # a Python int bitmask over supernodes -> W little-endian uint64 words (bit v of the int = node v)
-            hmask[h] = np.frombuffer(mask.to_bytes(8 * W, "little"), dtype="<u8")
-            htc[h] = tc
-        N = ideals.count
-        WH = words_for(H)
-        cut = np.zeros((N, WH), dtype=np.uint64)
-        bits = ideals.bits
-        # down-closure of every hyperedge, to bound which ideals a cut hyperedge reaches
-        anc = [0] * K      # anc[v]: bitmask of v and all its ancestors (an int, bit u = node u)
-        preds: list[list[int]] = [[] for _ in range(K)]
-        for v in range(K):
-            for w in succs[v]:
-                preds[w].append(v)
-        for v in range(K):
-            a = 1 << v
-            for p in preds[v]:
-                a |= anc[p]
-            anc[v] = a
-        hdown = np.zeros((H, W), dtype=np.uint64)    # down-closure of each hyperedge (its nodes and their ancestors)
-        for h, (mask, _) in enumerate(hyperedges):
-            down, m = 0, mask
-            while m:                                   # for each node v of the hyperedge, lowest first:
-                low = m & -m                           # the lowest set bit of m (two's complement trick)
-                m ^= low                               # ... cleared from m
-                down |= anc[low.bit_length() - 1]      # bit_length - 1 = its index v; add v's ancestors
-            hdown[h] = np.frombuffer(down.to_bytes(8 * W, "little"), dtype="<u8")
-        # which ideals cut which hyperedge, as (ideal, h) pairs, a block of hyperedges at a time
-        pairs_i, pairs_h = [], []
-        step = max(1, (1 << 22) // max(1, N * W))
-        for h0 in range(0, H, step):
-            hm = hmask[h0:h0 + step][None]
-            c = (bits[:, None, :] & hm).any(2) & (~bits[:, None, :] & hm).any(2)
-            i, h = np.nonzero(c)
-            pairs_i.append(i)
-            pairs_h.append(h + h0)
-        cut_i = np.concatenate(pairs_i) if pairs_i else np.zeros(0, dtype=np.int64)
-        cut_h = np.concatenate(pairs_h) if pairs_h else np.zeros(0, dtype=np.int64)
-        by_ideal = np.argsort(cut_i, kind="stable")        # ideal-major, hyperedges ascending (CSR)
-        cut_i, cut_h = cut_i[by_ideal], cut_h[by_ideal]
-        per_ideal = np.bincount(cut_i, minlength=N)
-        cut_ptr = np.concatenate([[0], np.cumsum(per_ideal)]).astype(np.int64)
-        np.bitwise_or.at(cut, (cut_i, cut_h >> 6), np.left_shift(np.uint64(1), (cut_h & 63).astype(np.uint64)))
-        wcut = np.bincount(cut_i, weights=htc[cut_h], minlength=N).astype(float)
-        closure = bits.copy()      # each ideal with the down-closure of the hyperedges it cuts
-        some = np.flatnonzero(per_ideal)
-        if some.size:
-            closure[some] |= np.bitwise_or.reduceat(hdown[cut_h], cut_ptr[some], axis=0)
         chains = chain_decomposition(K, succs) if chains is None else chains
         lanes = Lanes.for_chains(chains, K)
-        chain_masks = np.zeros((len(chains), W), dtype=np.uint64)
-        for ci, ch in enumerate(chains):
-            m = 0
-            for v in ch:
-                m |= 1 << v
-            chain_masks[ci] = np.frombuffer(m.to_bytes(8 * W, "little"), dtype="<u8")
         pk = ideals.prefix_sums(lanes.node_weights())
-        dk = lanes.pack(closure, chain_masks)
+        hx = hyperedge_tables(ideals, succs, hyperedges, chains, lanes, pk)
         size_arr = np.asarray(size, dtype=float)
         cap = np.asarray(cap, dtype=float)
         return cls(ideals=ideals, comp=comp, unsup=unsup, forbid=forb, size=size_p, lower=lower, order=order,
-                   lower_sorted=lower[order], rho=rho, pk=pk, dk=dk, guard=lanes.guard,
-                   hmask=hmask, htc=htc, cut=cut, wcut=wcut, cut_ptr=cut_ptr, cut_h=cut_h, succs=succs, counts=tuple(counts), pays=np.asarray(pays, dtype=bool),
+                   lower_sorted=lower[order], rho=rho, pk=pk, dk=hx.dk, guard=lanes.guard, htc=hx.htc, wcut=hx.wcut,
+                   cut_ptr=hx.cut_ptr, cut_h=hx.cut_h, cut_down=hx.cut_down, free=hx.free, succs=succs, counts=tuple(counts), pays=np.asarray(pays, dtype=bool),
                    link=np.asarray(link, dtype=float), cap=cap,
                    need_unsup=unsupported.any(0), need_forbid=np.asarray(forbid, dtype=bool).any(0),
                    need_size=np.array([float(size_arr.sum()) > cc for cc in cap], dtype=bool))
@@ -202,16 +145,12 @@ class Tables:
         if total == 0:
             return out
         item = np.repeat(np.arange(rows.size), cnt)
-        h = self.cut_h[np.arange(total) + np.repeat(self.cut_ptr[Ir] - (np.cumsum(cnt) - cnt), cnt)]
-        Ji = Jr[item]
-        shared = (self.cut[Ji, h >> 6] >> (h & 63).astype(np.uint64)) & np.uint64(1)
-        keep = np.flatnonzero(shared)
-        if keep.size == 0:
-            return out
-        item, h, Ji = item[keep], h[keep], Ji[keep]
-        a = self.hmask[h] & self.ideals.bits[Ir[item]]                 # (items, W): h ∩ I
-        inside = ~(a & ~self.ideals.bits[Ji]).any(1)                   # h ∩ I ⊆ J
-        out[rows] -= np.bincount(item, self.htc[h] * (1.0 + inside), minlength=rows.size)
+        e = np.arange(total) + np.repeat(self.cut_ptr[Ir] - (np.cumsum(cnt) - cnt), cnt)
+        h = self.cut_h[e]
+        pj = self.pk[Jr[item]]
+        meets = ~packed_subset_mask(self.free[h] | g, pj, g)           # J meets h: h is cut by J too
+        inside = packed_subset_mask(pj | g, self.cut_down[e], g)        # h ∩ I ⊆ J
+        out[rows] -= np.bincount(item, self.htc[h] * (meets.astype(float) + inside), minlength=rows.size)
         return out
 
 

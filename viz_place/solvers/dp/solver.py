@@ -34,7 +34,10 @@ When optimal, that value is also a proven lower bound over pipeline splits
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import math
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -50,6 +53,8 @@ from .upper_bound import upper_bound
 
 #: The set of placements the DP's optimum is a lower bound for.
 BOUND_SET = "pipeline"
+#: Up to this many ideals the exact pass runs once with no threshold (no upper-bound search first).
+SMALL_IDEALS = 1000
 
 
 @dataclass(frozen=True)
@@ -200,6 +205,33 @@ def _placement_from_chain(prob, ct: Contracted, tables: recursion.Tables, classe
 
 def solve(problem: Problem, opts: DPOptions, user_hooks: Hooks) -> SolverResult:
     """Optimal contiguous placement for max-load (see the module docstring)."""
+    with _collector_paused():
+        return _solve(problem, opts, user_hooks)
+
+
+_GC_LOCK = threading.Lock()
+_GC_STATE = {"solves": 0, "was_enabled": False}
+
+
+@contextlib.contextmanager
+def _collector_paused():
+    """Pause Python's cyclic garbage collector while any DP solve runs (the solve makes no reference cycles, and a
+    full collection of a large heap would cost more than small solves take); concurrent solves share the pause."""
+    with _GC_LOCK:
+        if _GC_STATE["solves"] == 0:
+            _GC_STATE["was_enabled"] = gc.isenabled()
+            gc.disable()
+        _GC_STATE["solves"] += 1
+    try:
+        yield
+    finally:
+        with _GC_LOCK:
+            _GC_STATE["solves"] -= 1
+            if _GC_STATE["solves"] == 0 and _GC_STATE["was_enabled"]:
+                gc.enable()
+
+
+def _solve(problem: Problem, opts: DPOptions, user_hooks: Hooks) -> SolverResult:
     graph, cluster, pins, prob = problem.graph, problem.cluster, problem.pins, problem.compiled
     watch = Stopwatch()
     timed_out = [False]
@@ -241,14 +273,20 @@ def solve(problem: Problem, opts: DPOptions, user_hooks: Hooks) -> SolverResult:
     n_ideals = ids.count if ids is not None else 0
     stats.ideals = n_ideals
     _check_memory(states, max(n_ideals, min(ct.num * opts.heuristic_orders, 20_000)), opts)
-    hooks.report(0.03, "searching a first placement (upper bound)", force=True)
     common["chains"] = chain_decomposition(ct.num, succs)      # once for every table of this solve
-    # local search pays off only when the exact pass is large
-    rounds = opts.local_search_rounds if n_ideals > 20_000 else 0
-    ub = upper_bound(ct.num, pred_masks, succs, common, orders=opts.heuristic_orders,
-                     rounds=rounds, limit=min(20_000, max(2_000, n_ideals // 8)), check=hooks.check)
-    stats.upper_bound = ub.value
-    incumbent = _placement_from_chain(prob, ct, ub.tables, classes, ub.chain) if ub.chain else None
+
+    def first_placement(check):
+        """A quick chain (its value the upper bound that prunes the exact pass) and its placement."""
+        hooks.report(0.03, "searching a first placement (upper bound)", force=True)
+        # local search pays off only when the exact pass is large
+        rounds = opts.local_search_rounds if n_ideals > 20_000 else 0
+        ub = upper_bound(ct.num, pred_masks, succs, common, orders=opts.heuristic_orders,
+                         rounds=rounds, limit=min(20_000, max(2_000, n_ideals // 8)), check=check)
+        stats.upper_bound = ub.value
+        return ub, (_placement_from_chain(prob, ct, ub.tables, classes, ub.chain) if ub.chain else None)
+    # a small exact pass needs no bound to prune it: one pass with no threshold, a first placement only if stopped
+    small = ids is not None and n_ideals <= SMALL_IDEALS
+    ub, incumbent = (None, None) if small else first_placement(hooks.check)
 
     def finish(assignment, status, message, value=None):
         bound = value if status == "optimal" else None
@@ -256,13 +294,18 @@ def solve(problem: Problem, opts: DPOptions, user_hooks: Hooks) -> SolverResult:
                             expected_value=value, lower_bound=bound, bound_set=BOUND_SET if bound is not None else None)
 
     try:
-        if ub.cancelled or ids is None:
+        if ids is None or (ub is not None and ub.cancelled):
             raise Cancelled()
         hooks.check()
         hooks.report(0.1, f"{ids.count:,} ideals; building tables", force=True)
         tables = recursion.Tables.build(ids, **common)
-        result = _threshold_passes(tables, lat, classes, ub.value, opts, stats, hooks)
+        if small:
+            result = _one_pass(tables, stats, hooks)
+        else:
+            result = _threshold_passes(tables, lat, classes, ub.value, opts, stats, hooks)
     except Cancelled:
+        if incumbent is None and small:
+            _, incumbent = first_placement(None)
         if incumbent is None:
             raise SolverError("dp: cancelled before any placement was found") from None
         if timed_out[0]:
@@ -311,6 +354,21 @@ def _lower_bound(lat: np.ndarray, classes: list[_Class]) -> float:
     per_node = np.where(np.isinf(per_node), 0.0, per_node)
     total = sum(cl.count for cl in classes)
     return max(float(per_node.max(initial=0.0)), float(per_node.sum()) / max(total, 1))
+
+
+def _one_pass(tables, stats: DPStats, hooks: Hooks):
+    """The exact pass with no threshold (small problems)."""
+    stats.passes += 1
+    stats.thresholds.append(math.inf)
+    message = f"DP pass 1 (no threshold, {tables.ideals.count:,} ideals)"
+    hooks.report(0.1, message, force=True)
+
+    def check(frac):
+        hooks.check()
+        hooks.report(0.1 + 0.89 * frac, message)
+    res = recursion.run(tables, math.inf, check=check)
+    stats.pairs += res.pairs
+    return res
 
 
 def _threshold_passes(tables, lat, classes, ub: float, opts: DPOptions, stats: DPStats, hooks: Hooks):
