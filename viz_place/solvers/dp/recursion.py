@@ -199,6 +199,8 @@ def packed_subset_mask(top: np.ndarray, packed: np.ndarray, guard: np.ndarray) -
 _BATCH = 1 << 20
 #: Window entries of a group from which its candidates are found by walking down the lattice (else by scanning).
 _WALK = 1 << 18
+#: ... and where fewer than this share of the last group's window entries were candidates.
+_WALK_BELOW = 0.25
 
 
 class _Pass:
@@ -238,6 +240,7 @@ class _Pass:
             self.cap_used = self.usage @ (t.rho * self.T) + self.tol             # lower-mass the used devices hold
             self.cap_left = (counts - self.usage) @ (t.rho * self.T) + self.tol  # ... and the unused ones
         self.pays_any = bool(t.pays.any())
+        self.comp_of = [np.ascontiguousarray(t.comp[:, c]) for c in range(self.k)]
         self.active = [c for c in range(self.k) if t.counts[c] > 0]
         # the reached ideals (some state finite: a chain within T reaches them), by position in ``order``;
         # a J without one can never improve best[I], so only these are candidates
@@ -248,6 +251,7 @@ class _Pass:
         self.is_reached[0] = True
         self._index_reached()
         self.group_lo = self.group_hi = 0    # the ideals being filled (:meth:`group`)
+        self.hit_rate = 1.0                  # the share of the last group's window entries that were candidates
         self.pairs = 0
 
     def _index_reached(self, extra: np.ndarray | None = None) -> None:
@@ -308,10 +312,13 @@ class _Pass:
         the packed subset test over the window's ideals (``reached[start:stop]``)."""
         t, g = self.t, self.t.guard
         lo_all, hi_all, start, stop = win
-        if int((stop - start).sum()) >= _WALK and t.down is not None:
+        entries = int((stop - start).sum())
+        # walking pays when windows are large and few of their entries are candidates (as in the last group)
+        if entries >= _WALK and self.hit_rate < _WALK_BELOW and t.down is not None:
             owner, J = walk_down(t.down, I, lo_all, t.lower)
             lc = t.lower[J]
             keep = np.flatnonzero((self.is_reached[J] | (J >= self.group_lo)) & (lc <= hi_all[owner]))
+            self.hit_rate = keep.size / max(entries, 1)
             owner = owner[keep]
             by_owner = np.argsort(owner.astype(np.uint16) if I.size <= 1 << 16 else owner, kind="stable")
             return owner[by_owner], J[keep[by_owner]], lc[keep[by_owner]]
@@ -327,6 +334,7 @@ class _Pass:
             mask &= ((np.repeat(top[:, w], lens) - self.r_top[w, pos]) & g[w]) == g[w]
         sel = np.flatnonzero(mask)
         pos = pos[sel]
+        self.hit_rate = sel.size / total
         return owner[sel], self.r_ideal[pos], self.r_low[pos]
 
     def feasible_pairs(self, I: np.ndarray, plan, win):
@@ -343,8 +351,11 @@ class _Pass:
         self.pairs += int(J.size)
         oks = []
         need = np.zeros(J.size, dtype=bool) if self.pays_any else None
+        # communication is at least |w(I) - w(J)| (the shared cut hyperedges weigh at most the lighter side):
+        # a pair whose compute plus that already exceeds T needs no exact figure
+        gap = np.abs(t.wcut[II] - t.wcut[J]) * (1 - 1e-12) if self.pays_any and self.bounded else None
         for c, lo, hi in plan:
-            comp = t.comp[II, c] - t.comp[J, c]
+            comp = self.comp_of[c][II] - self.comp_of[c][J]
             ok = comp <= T
             if lo is not None:
                 ok &= (lc >= lo[owner]) & (lc <= hi[owner])
@@ -354,6 +365,8 @@ class _Pass:
                 ok &= t.forbid[J, c] == t.forbid[II, c]
             if t.need_size[c]:
                 ok &= t.size[II] - t.size[J] <= t.cap[c] * (1 + _REL)
+            if t.pays[c] and gap is not None:
+                ok &= comp + t.link[c] * gap <= T
             oks.append((ok, comp))
             if t.pays[c]:
                 need |= ok
