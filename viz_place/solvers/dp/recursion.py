@@ -123,6 +123,14 @@ class Tables:
         """The lattice's downward edges (complete families only): candidates by walking down, built on first use."""
         return down_edges(self.ideals, self.succs) if self.ideals.complete else None
 
+    @cached_property
+    def flat(self):
+        """``pk, dk, free, cut_down, guard``, as 1-D arrays and a scalar guard when one word holds every lane."""
+        arrays = (self.pk, self.dk, self.free, self.cut_down)
+        if self.guard.size == 1:
+            return (*(np.ascontiguousarray(a[:, 0]) for a in arrays), self.guard[0])
+        return (*arrays, self.guard)
+
     def comm(self, I: np.ndarray, J: np.ndarray) -> np.ndarray:
         """Transfer cost paid by a device holding ``I \\ J`` for each pair ``(I[p], J[p])`` (before link factors).
 
@@ -134,9 +142,9 @@ class Tables:
         out = self.wcut[I] + self.wcut[J]
         if self.htc.size == 0 or I.size == 0:
             return out
+        pk, dk, free, cut_down, g = self.flat
         # only a J whose cut hyperedges' down-closure leaves I can share a cut hyperedge with I
-        g = self.guard
-        rows = np.flatnonzero(~packed_subset_mask(self.pk[I] | g, self.dk[J], g))
+        rows = np.flatnonzero(~_within(dk[J], pk[I], g))
         if rows.size == 0:
             return out
         Ir, Jr = I[rows], J[rows]
@@ -147,9 +155,9 @@ class Tables:
         item = np.repeat(np.arange(rows.size), cnt)
         e = np.arange(total) + np.repeat(self.cut_ptr[Ir] - (np.cumsum(cnt) - cnt), cnt)
         h = self.cut_h[e]
-        pj = self.pk[Jr[item]]
-        meets = ~packed_subset_mask(self.free[h] | g, pj, g)           # J meets h: h is cut by J too
-        inside = packed_subset_mask(pj | g, self.cut_down[e], g)        # h ∩ I ⊆ J
+        pj = pk[Jr[item]]
+        meets = ~_within(pj, free[h], g)                                # J meets h: h is cut by J too
+        inside = _within(cut_down[e], pj, g)                            # h ∩ I ⊆ J
         out[rows] -= np.bincount(item, self.htc[h] * (meets.astype(float) + inside), minlength=rows.size)
         return out
 
@@ -169,6 +177,13 @@ def _states(counts: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
         strides[c] = strides[c - 1] * (counts[c - 1] + 1)
     us = np.array(list(itertools.product(*[range(x + 1) for x in reversed(counts)])), dtype=np.int64)[:, ::-1]
     return us, strides
+
+
+def _within(small: np.ndarray, big: np.ndarray, guard) -> np.ndarray:
+    """Row by row ``small ⊆ big`` on packed counts: (m,) rows with a scalar guard (one word), or (m, P) rows."""
+    if small.ndim == 1:
+        return (((big | guard) - small) & guard) == guard
+    return packed_subset_mask(big | guard, small, guard)
 
 
 def packed_subset_mask(top: np.ndarray, packed: np.ndarray, guard: np.ndarray) -> np.ndarray:
@@ -464,10 +479,13 @@ def run(t: Tables, threshold: float, *, check: Callable[[float], None] | None = 
     if np.any(np.diff(sizes) < 0):
         raise ValueError("ideals must be listed by size")
     # groups of consecutive ideals whose windows (against every ideal) hold about _BATCH entries in all
-    _, win, _ = dp.windows_against_all()
-    ends = np.cumsum(win[3] - win[2])
-    cuts = np.searchsorted(ends, np.arange(_BATCH, int(ends[-1]) if ends.size else 0, _BATCH), "right") + 1
-    edges = sorted({1, N, *[int(x) for x in cuts if 1 < x < N]})
+    if N * N <= 2 * _BATCH:
+        edges = [1, N]                 # every window fits at once
+    else:
+        _, win, _ = dp.windows_against_all()
+        ends = np.cumsum(win[3] - win[2])
+        cuts = np.searchsorted(ends, np.arange(_BATCH, int(ends[-1]) if ends.size else 0, _BATCH), "right") + 1
+        edges = sorted({1, N, *[int(x) for x in cuts if 1 < x < N]})
     for a, b in zip(edges[:-1], edges[1:]):
         if check is not None:
             check(a / N)
