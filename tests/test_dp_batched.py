@@ -39,14 +39,18 @@ def _tables(inst):
                                   cap=[c.cap for c in classes])
 
 
-MODES = {"one ideal per group, scan": (1, 1 << 60), "one ideal per group, walk": (1, 0),
-         "groups of ~40 window entries, walk": (40, 0), "one group, scan": (1 << 60, 1 << 60)}
+#: (window entries per group, walk from this many entries, communication items at a time)
+MODES = {"one ideal per group, scan": (1, 1 << 60, 1 << 22), "one ideal per group, walk": (1, 0, 1 << 22),
+         "groups of ~40 window entries, walk, communication 3 items at a time": (40, 0, 3),
+         "one group, scan": (1 << 60, 1 << 60, 1 << 22)}
 
 
 def _run(t, threshold, mode, monkeypatch):
-    batch, walk = MODES[mode]
+    batch, walk, items = MODES[mode]
     monkeypatch.setattr(recursion, "_BATCH", batch)
     monkeypatch.setattr(recursion, "_WALK", walk)
+    monkeypatch.setattr(recursion, "_WALK_BELOW", 2.0)     # walk wherever the window is large enough
+    monkeypatch.setattr(recursion, "_ITEMS", items)
     return recursion.run(t, threshold)
 
 

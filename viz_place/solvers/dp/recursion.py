@@ -149,16 +149,25 @@ class Tables:
             return out
         Ir, Jr = I[rows], J[rows]
         cnt = self.cut_ptr[Ir + 1] - self.cut_ptr[Ir]           # hyperedges cut by I, listed per ideal (CSR)
-        total = int(cnt.sum())
-        if total == 0:
+        ends = np.cumsum(cnt)
+        if ends.size == 0 or ends[-1] == 0:
             return out
-        item = np.repeat(np.arange(rows.size), cnt)
-        e = np.arange(total) + np.repeat(self.cut_ptr[Ir] - (np.cumsum(cnt) - cnt), cnt)
-        h = self.cut_h[e]
-        pj = pk[Jr[item]]
-        meets = ~_within(pj, free[h], g)                                # J meets h: h is cut by J too
-        inside = _within(cut_down[e], pj, g)                            # h ∩ I ⊆ J
-        out[rows] -= np.bincount(item, self.htc[h] * (meets.astype(float) + inside), minlength=rows.size)
+        corr = np.zeros(rows.size)
+        # (row, cut hyperedge of I) items, at most _ITEMS at a time
+        cuts = np.searchsorted(ends, np.arange(_ITEMS, int(ends[-1]), _ITEMS), "right")
+        for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), rows.size]):
+            if a == b:
+                continue
+            c = cnt[a:b]
+            total = int(c.sum())
+            item = np.repeat(np.arange(b - a), c)
+            e = np.arange(total) + np.repeat(self.cut_ptr[Ir[a:b]] - (np.cumsum(c) - c), c)
+            h = self.cut_h[e]
+            pj = pk[Jr[a:b][item]]
+            meets = ~_within(pj, free[h], g)                            # J meets h: h is cut by J too
+            inside = _within(cut_down[e], pj, g)                        # h ∩ I ⊆ J
+            corr[a:b] = np.bincount(item, self.htc[h] * (meets.astype(float) + inside), minlength=b - a)
+        out[rows] -= corr
         return out
 
 
@@ -212,6 +221,8 @@ def packed_subset_mask(top: np.ndarray, packed: np.ndarray, guard: np.ndarray) -
 
 #: Window entries (candidate J scanned for some I) handled at once: bounds the temporary arrays of one group.
 _BATCH = 1 << 20
+#: (pair, cut hyperedge) items of the communication correction handled at once (bounds its temporary arrays).
+_ITEMS = 1 << 22
 #: Window entries of a group from which its candidates are found by walking down the lattice (else by scanning).
 _WALK = 1 << 18
 #: ... and where fewer than this share of the last group's window entries were candidates.
