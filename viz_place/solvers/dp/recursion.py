@@ -23,9 +23,8 @@ subset test ``J ⊆ I`` runs on per-chain counts (a chain decomposition of the
 DAG) packed into uint64 lanes: one subtraction per word. A finite result
 ``≤ T`` is the exact optimum; ``inf`` means the optimum exceeds ``T``.
 
-Ideals of one size never contain each other, so a run fills ``best`` a whole
-size level at a time, every (J, I) pair of the level in flat numpy arrays
-(no Python work per ideal).
+A run fills ``best`` for a group of consecutive ideals at a time, every
+(J, I) pair of the group in flat numpy arrays (no Python work per ideal).
 
 >>> import numpy as np
 >>> from viz_place.solvers.dp.ideals import enumerate_ideals
@@ -233,11 +232,10 @@ class _Pass:
     """The state of one thresholded DP pass (see the module docstring): the tables ``best`` and, for the chain,
     the previous ideal and the class chosen per state.
 
-    Ideals of one size never contain each other, so the rows ``best[I]`` of a
-    whole level depend only on smaller ideals: a level is filled at once
-    (:meth:`level`), every (J, I) pair of it in flat arrays. The candidates
-    ``J`` are the ideals a chain within ``T`` reaches (``reached``, kept sorted
-    by ``lower``), merged in after each level.
+    Ideals are listed by size and ``J ⊊ I`` is smaller than ``I``, so a group of
+    consecutive ideals (:meth:`group`) needs only earlier groups and itself; its
+    candidates ``J`` are the earlier ideals a chain within ``T`` reaches
+    (``reached``, sorted by ``lower``) and the group's own.
     """
 
     def __init__(self, t: Tables, threshold: float) -> None:
