@@ -219,7 +219,7 @@ def packed_subset_mask(top: np.ndarray, packed: np.ndarray, guard: np.ndarray) -
 
 
 #: Window entries (candidate J scanned for some I) handled at once: bounds the temporary arrays of one group.
-_BATCH = 1 << 20
+_BATCH = 1 << 19
 #: (pair, cut hyperedge) items of the communication correction handled at once (bounds its temporary arrays).
 _ITEMS = 1 << 22
 #: Window entries of a group from which its candidates are found by walking down the lattice (else by scanning).
