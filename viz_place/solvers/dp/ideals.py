@@ -297,14 +297,6 @@ class Lanes:
             out[:, ci] = (packed[:, self.word[ci]] >> np.uint64(self.shift[ci])) & np.uint64(guard_bit - 1)
         return out
 
-    def pack(self, bits: np.ndarray, chain_masks: np.ndarray) -> np.ndarray:
-        """Packed per-chain counts of arbitrary node bitsets ``bits`` (N, W); ``chain_masks`` (C, W)."""
-        out = np.zeros((bits.shape[0], self.guard.size), dtype=np.uint64)
-        for ci in range(chain_masks.shape[0]):
-            cnt = np.bitwise_count(bits & chain_masks[ci]).sum(1, dtype=np.uint64)
-            out[:, self.word[ci]] += cnt << np.uint64(self.shift[ci])
-        return out
-
 
 def topological_orders(num_nodes: int, succs: list[list[int]], count: int, *, seed: int = 0) -> list[list[int]]:
     """``count`` different topological orders: the numbering itself, largest-available-first,
