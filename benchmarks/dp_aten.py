@@ -19,25 +19,16 @@ no coarsening).
 from __future__ import annotations
 
 import json
-import resource
-import subprocess
 import sys
-import time
+
+from _common import run_isolated, timed_solve
 
 MODELS = [("hf:gpt2", {"n_layer": 12}, 128), ("hf:bert", {}, 128), ("hf:vit", {}, None), ("hf:resnet", {}, None)]
 
 
 def run_one(spec: str, overrides: dict, seq_len, training: bool) -> dict:
     from viz_place.io.torch_import import import_torch
-    from viz_place.solvers import run_solver
-    g = import_torch(spec, overrides=overrides, seq_len=seq_len, granularity="aten", training=training)
-    wall, cpu = time.perf_counter(), time.process_time()
-    p = run_solver("dp", g, g.default_cluster)
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    stats = p.options["stats"]
-    return {"nodes": g.num_nodes, "supernodes": stats["supernodes"], "ideals": stats["ideals"],
-            "pairs": stats["pairs"], "wall": wall, "cpu": cpu, "value": p.claimed_value, "status": p.status,
-            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    return timed_solve(import_torch(spec, overrides=overrides, seq_len=seq_len, granularity="aten", training=training))
 
 
 def main(argv: list[str]) -> int:
@@ -53,12 +44,10 @@ def main(argv: list[str]) -> int:
     print(head)
     print("-" * len(head))
     for spec, overrides, seq_len in models:
-        arg = json.dumps([spec, overrides, seq_len, training])
-        out = subprocess.run([sys.executable, __file__, "--one", arg], capture_output=True, text=True)
-        if out.returncode != 0:
-            print(f"{spec:24s} failed: {out.stderr.strip().splitlines()[-1] if out.stderr else out.returncode}")
+        r = run_isolated(__file__, json.dumps([spec, overrides, seq_len, training]))
+        if isinstance(r, str):
+            print(f"{spec:24s} failed: {r}")
             continue
-        r = json.loads(out.stdout.strip().splitlines()[-1])
         print(f"{spec:24s} {r['nodes']:5d} {r['supernodes']:5d} {r['ideals']:7,d} {r['pairs']:11,d} "
               f"{r['cpu']:7.2f} {r['wall']:7.2f} {r['peak_mb']:8.0f} {r['value']:19.10g} {r['status']:>8s}", flush=True)
     return 0

@@ -232,8 +232,10 @@ def _unpruned_optimum(graph, cluster, pins=None):
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_pruned_equals_unpruned_on_medium_instances(seed):
+def test_pruned_equals_unpruned_on_medium_instances(seed, monkeypatch):
+    import viz_place.solvers.dp.solver as dp_solver
     from viz_place.testing import random_instance
+    monkeypatch.setattr(dp_solver, "SMALL_IDEALS", 0)      # the upper bound and the pruned pass, not one plain pass
     inst = random_instance(10_000 + seed, n_min=10, n_max=16)
     try:
         p = run_solver("dp", inst.graph, inst.cluster, pins=inst.pins)
@@ -249,7 +251,9 @@ SMALL_WORKLOADS = [p for p in _workloads() if p.stem in ("bert24_training", "res
 
 @pytest.mark.skipif(not WORKLOADS.is_dir(), reason="published workloads not found next to the repository")
 @pytest.mark.parametrize("path", SMALL_WORKLOADS, ids=_ids(SMALL_WORKLOADS))
-def test_workload_pruned_equals_unpruned(path):
+def test_workload_pruned_equals_unpruned(path, monkeypatch):
+    import viz_place.solvers.dp.solver as dp_solver
+    monkeypatch.setattr(dp_solver, "SMALL_IDEALS", 0)      # the pruned pass even where one plain pass would do
     g = load_graph(path)
     p = run_solver("dp", g, g.default_cluster)
     assert p.claimed_value == pytest.approx(_unpruned_optimum(g, g.default_cluster), rel=1e-9)

@@ -121,15 +121,24 @@ def brute_force(graph: OpGraph, cluster, pins) -> float:
 
 
 def _check(inst, options=None) -> None:
+    """The DP's optimum is the brute force's, both ways it runs: one pass with no threshold (small problems) and
+    an upper bound first, then the pruned threshold pass (larger ones; forced here)."""
+    import viz_place.solvers.dp.solver as dp_solver
     expected = brute_force(inst.graph, inst.cluster, inst.pins)
-    if math.isinf(expected):
-        with pytest.raises((InfeasibleError, PlacementError)):
-            run_solver("dp", inst.graph, inst.cluster, pins=inst.pins, options=options)
-        return
-    p = run_solver("dp", inst.graph, inst.cluster, pins=inst.pins, options=options)
-    assert p.status == "optimal"
-    assert_valid(inst.graph, inst.cluster, p, inst.pins, objective="throughput")
-    assert math.isclose(p.claimed_value, expected, rel_tol=1e-9, abs_tol=1e-12), (inst, p.claimed_value, expected)
+    small = dp_solver.SMALL_IDEALS
+    try:
+        for dp_solver.SMALL_IDEALS in (small, 0):
+            if math.isinf(expected):
+                with pytest.raises((InfeasibleError, PlacementError)):
+                    run_solver("dp", inst.graph, inst.cluster, pins=inst.pins, options=options)
+                continue
+            p = run_solver("dp", inst.graph, inst.cluster, pins=inst.pins, options=options)
+            assert p.status == "optimal"
+            assert_valid(inst.graph, inst.cluster, p, inst.pins, objective="throughput")
+            assert math.isclose(p.claimed_value, expected, rel_tol=1e-9, abs_tol=1e-12), \
+                (inst, p.claimed_value, expected, dp_solver.SMALL_IDEALS)
+    finally:
+        dp_solver.SMALL_IDEALS = small
 
 
 @pytest.mark.parametrize("seed", range(220))
@@ -148,8 +157,11 @@ def test_dp_equals_brute_force_three_classes(seed):
 
 
 @pytest.mark.parametrize("seed", [152, 368])
-def test_threshold_passes_without_upper_bound(seed):
-    """Instances where a one-order prefix split breaks memory: the DP grows its threshold pass by pass."""
+def test_threshold_passes_without_upper_bound(seed, monkeypatch):
+    """Instances where a one-order prefix split breaks memory: the DP grows its threshold pass by pass (on small
+    instances too, which otherwise run one pass with no threshold)."""
+    import viz_place.solvers.dp.solver as dp_solver
+    monkeypatch.setattr(dp_solver, "SMALL_IDEALS", 0)
     options = {"heuristic_orders": 1, "local_search_rounds": 0}
     inst = random_instance(seed, n_max=7)
     p = run_solver("dp", inst.graph, inst.cluster, pins=inst.pins, options=options)

@@ -188,6 +188,12 @@ def evaluate(graph: OpGraph, cluster: Cluster, placement: Placement | Mapping[st
     return evaluate_indices(prob, dev, pins=pins, overlap=overlap, _violations=violations)
 
 
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """The distinct values, ascending (``np.unique`` without its first-call import of ``numpy.ma``)."""
+    v = np.sort(values)
+    return v[np.concatenate(([True], v[1:] != v[:-1]))] if v.size else v
+
+
 def communication_by_device(prob: CompiledProblem, dev: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(forward, backward) communication per device, split by the source's direction."""
     D = prob.num_devices
@@ -199,9 +205,9 @@ def communication_by_device(prob: CompiledProblem, dev: np.ndarray) -> tuple[np.
     if not cross.any():
         return fwd, bwd
     s = prob.esrc[cross]
-    pairs = np.unique(s * D + dev[prob.edst[cross]])
+    pairs = _distinct(s * D + dev[prob.edst[cross]])
     ru, rd = np.divmod(pairs, D)
-    senders = np.unique(s)
+    senders = _distinct(s)
     sd = dev[senders]
     cost_r = prob.tcost[ru] * prob.link[rd] * prob.pays[rd]
     cost_s = prob.tcost[senders] * prob.link[sd] * prob.pays[sd]

@@ -31,12 +31,14 @@ Steps (the paper's, each keeping the optimum over contiguous placements):
 """
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 
 import networkx as nx
 import numpy as np
 
 from ...cost import compile_problem
+from ...errors import InternalError
 from ...model import Cluster, OpGraph
 
 
@@ -138,12 +140,15 @@ def contract(graph: OpGraph, cluster: Cluster, *, pins: dict[str, str] | None = 
                     es.add((ru, rv))
         return es
 
-    # fuse cycles until the supernode graph is a DAG
+    # fuse cycles until the supernode graph is a DAG (a topological order exists: the common case, no networkx)
     while True:
+        roots = sorted({uf.find(i) for i in range(n)})
+        edges = forward_edges()
+        if lexicographic_order(roots, edges) is not None:
+            break
         dg = nx.DiGraph()
-        dg.add_nodes_from({uf.find(i) for i in range(n)})
-        dg.add_edges_from(forward_edges())
-        fused = False
+        dg.add_nodes_from(roots)
+        dg.add_edges_from(edges)
         for comp in nx.strongly_connected_components(dg):
             if len(comp) > 1:
                 comp = sorted(comp)
@@ -152,25 +157,48 @@ def contract(graph: OpGraph, cluster: Cluster, *, pins: dict[str, str] | None = 
                                f"{', '.join(names)}{' ...' if len(comp) > 4 else ''})")
                 for c in comp[1:]:
                     uf.union(comp[0], c)
-                fused = True
-        if not fused:
-            break
     unsafe = 0
     if zero_cost_leaves != "off":
         unsafe = _merge_zero_cost_leaves(graph, cluster, prob, uf, pins or {}, always=zero_cost_leaves == "always")
-    roots = sorted({uf.find(i) for i in range(n)})
-    dg = nx.DiGraph()
-    dg.add_nodes_from(roots)
-    dg.add_edges_from(forward_edges())
-    order = list(nx.lexicographical_topological_sort(dg))
+        roots = sorted({uf.find(i) for i in range(n)})
+        edges = forward_edges()
+    order = lexicographic_order(roots, edges)
+    if order is None:
+        raise InternalError("dp: merging zero-cost leaves created a cycle among supernodes")
     pos = {r: k for k, r in enumerate(order)}
-    edges = {(pos[a], pos[b]) for a, b in dg.edges}
+    edges = {(pos[a], pos[b]) for a, b in edges}
     if linearize:
         edges |= {(k, k + 1) for k in range(len(order) - 1)}
     node_super = np.array([pos[uf.find(i)] for i in range(n)], dtype=np.int64)
-    members = tuple(np.flatnonzero(node_super == k) for k in range(len(order)))
+    by_super = np.argsort(node_super, kind="stable")          # node positions grouped by supernode, ascending
+    members = tuple(np.split(by_super, np.cumsum(np.bincount(node_super, minlength=len(order)))[:-1]))
     return Contracted(num=len(order), members=members, node_super=node_super,
                       edges=tuple(sorted(edges)), reasons=tuple(reasons), unsafe_merges=unsafe)
+
+
+def lexicographic_order(nodes: list[int], edges: set[tuple[int, int]]) -> list[int] | None:
+    """The topological order taking the smallest available node first (as networkx's
+    ``lexicographical_topological_sort``), or ``None`` when ``edges`` have a cycle.
+
+    >>> lexicographic_order([0, 1, 2, 3], {(2, 1), (0, 3)}), lexicographic_order([0, 1], {(0, 1), (1, 0)})
+    ([0, 2, 1, 3], None)
+    """
+    indeg = dict.fromkeys(nodes, 0)
+    out: dict[int, list[int]] = {}
+    for a, b in edges:
+        indeg[b] += 1
+        out.setdefault(a, []).append(b)
+    heap = [v for v in nodes if indeg[v] == 0]
+    heapq.heapify(heap)
+    order = []
+    while heap:
+        v = heapq.heappop(heap)
+        order.append(v)
+        for w in out.get(v, ()):
+            indeg[w] -= 1
+            if indeg[w] == 0:
+                heapq.heappush(heap, w)
+    return order if len(order) == len(nodes) else None
 
 
 def _merge_zero_cost_leaves(graph: OpGraph, cluster: Cluster, prob, uf: _UnionFind, pins: dict[str, str], *,
@@ -191,26 +219,39 @@ def _merge_zero_cost_leaves(graph: OpGraph, cluster: Cluster, prob, uf: _UnionFi
         node = graph.node(nid)
         ok_node[i] = ((node.size == 0 or memory_free or always) and i not in pinned
                       and all(node.latency.get(k, np.inf) == 0 for k in kinds))
-    changed = True
-    while changed:
-        changed = False
-        members: dict[int, list[int]] = {}
-        for i in range(n):
-            members.setdefault(uf.find(i), []).append(i)
-        for root, mem in members.items():
-            if not all(ok_node[i] for i in mem):
-                continue
-            neigh = set()
-            for i in mem:
-                for j in prob.succs[i] + prob.preds[i]:
-                    rj = uf.find(j)
-                    if rj != root:
-                        neigh.add(rj)
-                if len(neigh) > 1:
-                    break
-            if len(neigh) == 1:
-                uf.union(root, neigh.pop())
-                unsafe += not memory_free and any(prob.size[i] > 0 for i in mem)
-                changed = True
-                break
+    members: dict[int, list[int]] = {}
+    for i in range(n):
+        members.setdefault(uf.find(i), []).append(i)
+    all_ok = {r: bool(ok_node[mem].all()) for r, mem in members.items()}
+
+    def sole_neighbour(root: int) -> int | None:
+        neigh = set()
+        for i in members[root]:
+            for j in prob.succs[i] + prob.preds[i]:
+                rj = uf.find(j)
+                if rj != root:
+                    neigh.add(rj)
+            if len(neigh) > 1:
+                return None
+        return neigh.pop() if neigh else None
+
+    # Merge the qualifying root with the smallest member first, as a rescan from the start after every merge would:
+    # a merge only changes whether the merged root qualifies (the leaf's one neighbour is the one it joins).
+    heap = [(mem[0], r) for r, mem in members.items() if all_ok[r]]
+    heapq.heapify(heap)
+    while heap:
+        _, root = heapq.heappop(heap)
+        if uf.find(root) != root:
+            continue                                  # merged away since it was queued
+        other = sole_neighbour(root)
+        if other is None:
+            continue
+        mem = members.pop(root)
+        uf.union(root, other)
+        unsafe += not memory_free and any(prob.size[i] > 0 for i in mem)
+        merged = uf.find(root)
+        members[merged] = sorted(mem + members.pop(other))
+        all_ok[merged] = all_ok.pop(root) and all_ok.pop(other)
+        if all_ok[merged]:
+            heapq.heappush(heap, (members[merged][0], merged))
     return unsafe

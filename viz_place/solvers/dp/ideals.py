@@ -34,13 +34,15 @@ class TooManyIdeals(SolverError):
 
 @dataclass(frozen=True)
 class Ideals:
-    """``bits[i]`` — ideal ``i`` as ``W`` little-endian uint64 words; ``parent``, ``added`` (−1 for ∅)."""
+    """``bits[i]`` — ideal ``i`` as ``W`` little-endian uint64 words; ``parent``, ``added`` (−1 for ∅);
+    ``complete``: every ideal of the DAG is listed (:func:`enumerate_ideals`), not a sub-family."""
 
     num_nodes: int
     bits: np.ndarray
     parent: np.ndarray
     added: np.ndarray
     level_starts: np.ndarray
+    complete: bool = False
 
     @property
     def count(self) -> int:
@@ -142,7 +144,7 @@ def enumerate_ideals(num_nodes: int, pred_masks: list[int], succs: list[list[int
         level = nxt
     return Ideals(num_nodes=num_nodes, bits=ints_to_bits(ideals, num_nodes),
                   parent=np.array(parent, dtype=np.int64), added=np.array(added, dtype=np.int64),
-                  level_starts=np.array(level_starts, dtype=np.int64))
+                  level_starts=np.array(level_starts, dtype=np.int64), complete=True)
 
 
 def prefix_ideals(num_nodes: int) -> Ideals:
@@ -172,20 +174,7 @@ def chain_decomposition(num_nodes: int, succs: list[list[int]], *, exact_limit: 
         reach[v] = r
     nxt = [-1] * num_nodes
     if num_nodes <= exact_limit:
-        import networkx as nx
-        b = nx.Graph()   # left v, right num_nodes + w (integer labels: deterministic)
-        left = list(range(num_nodes))
-        b.add_nodes_from(range(2 * num_nodes))
-        for v in range(num_nodes):
-            r = reach[v]
-            while r:
-                low = r & -r
-                r ^= low
-                b.add_edge(v, num_nodes + low.bit_length() - 1)
-        match = nx.bipartite.hopcroft_karp_matching(b, top_nodes=left)
-        for v, w in match.items():
-            if v < num_nodes:
-                nxt[v] = w - num_nodes
+        _max_matching(reach, nxt)
         has_prev = set(w for w in nxt if w >= 0)
         chains = []
         for v in range(num_nodes):
@@ -207,6 +196,48 @@ def chain_decomposition(num_nodes: int, succs: list[list[int]], *, exact_limit: 
     return chains
 
 
+def _max_matching(reach: list[int], nxt: list[int]) -> None:
+    """A maximum matching ``v -> nxt[v]`` of the bipartite graph "v reaches w" (``reach[v]``: bitmask of the
+    nodes ``v`` reaches), into ``nxt`` (-1: unmatched): a greedy start (each node to its lowest free
+    successor), then augmenting paths (Kuhn's algorithm, iterative, bitsets for the visited set)."""
+    n = len(reach)
+    owner = [-1] * n            # right node w -> the left node matched to it
+    taken = 0
+    for v in range(n):
+        free = reach[v] & ~taken
+        if free:
+            w = (free & -free).bit_length() - 1
+            nxt[v], owner[w] = w, v
+            taken |= 1 << w
+    for root in range(n):
+        if nxt[root] >= 0 or not reach[root]:
+            continue
+        # depth-first search for an augmenting path from root; each right node is visited once
+        visited = 0
+        stack = [(root, reach[root])]
+        via: list[int] = []     # right node chosen at each depth of the stack
+        while stack:
+            v, cand = stack[-1]
+            cand &= ~visited
+            if not cand:
+                stack.pop()
+                if via:
+                    via.pop()
+                continue
+            low = cand & -cand
+            stack[-1] = (v, cand ^ low)
+            visited |= low
+            w = low.bit_length() - 1
+            if owner[w] < 0:                  # free: flip the path root -> ... -> v -> w
+                path = [u for u, _ in stack]
+                rights = via + [w]
+                for u, r in zip(path, rights):
+                    nxt[u], owner[r] = r, u
+                break
+            via.append(w)
+            stack.append((owner[w], reach[owner[w]]))
+
+
 @dataclass(frozen=True)
 class Lanes:
     """Packing of per-chain counts into uint64 lanes with a guard bit each.
@@ -222,18 +253,24 @@ class Lanes:
 
     @classmethod
     def for_chains(cls, chains: list[list[int]], num_nodes: int) -> "Lanes":
-        width = max((len(c) for c in chains), default=1).bit_length() + 1
-        per_word = max(1, 64 // width)
+        """One lane per chain, just wide enough for its count plus the guard bit, packed first-fit into words."""
         chain_of = np.zeros(num_nodes, dtype=np.int64)
         for ci, c in enumerate(chains):
             chain_of[c] = ci
         C = len(chains)
-        word = np.arange(C) // per_word
-        shift = (np.arange(C) % per_word) * width
-        P = int(word.max(initial=0)) + 1
-        guard = np.zeros(P, dtype=np.uint64)
-        for w, s in zip(word, shift):
-            guard[w] |= np.uint64(1) << np.uint64(s + width - 1)
+        word = np.zeros(C, dtype=np.int64)
+        shift = np.zeros(C, dtype=np.int64)
+        fill: list[int] = []            # bits used per word
+        for ci, c in enumerate(chains):
+            width = len(c).bit_length() + 1
+            w = next((w for w, used in enumerate(fill) if used + width <= 64), len(fill))
+            if w == len(fill):
+                fill.append(0)
+            word[ci], shift[ci] = w, fill[w]
+            fill[w] += width
+        guard = np.zeros(max(1, len(fill)), dtype=np.uint64)
+        for ci, c in enumerate(chains):
+            guard[word[ci]] |= np.uint64(1) << np.uint64(shift[ci] + len(c).bit_length())
         return cls(chain_of=chain_of, word=word, shift=shift, guard=guard)
 
     def node_weights(self) -> np.ndarray:
@@ -244,12 +281,20 @@ class Lanes:
         out[np.arange(K), self.word[c]] = np.left_shift(np.uint64(1), self.shift[c].astype(np.uint64))
         return out
 
-    def pack(self, bits: np.ndarray, chain_masks: np.ndarray) -> np.ndarray:
-        """Packed per-chain counts of arbitrary node bitsets ``bits`` (N, W); ``chain_masks`` (C, W)."""
-        out = np.zeros((bits.shape[0], self.guard.size), dtype=np.uint64)
-        for ci in range(chain_masks.shape[0]):
-            cnt = np.bitwise_count(bits & chain_masks[ci]).sum(1, dtype=np.uint64)
-            out[:, self.word[ci]] += cnt << np.uint64(self.shift[ci])
+    def pack_counts(self, counts: np.ndarray) -> np.ndarray:
+        """(M, P) uint64 packing of per-chain counts (M, C)."""
+        out = np.zeros((counts.shape[0], self.guard.size), dtype=np.uint64)
+        for ci in range(self.word.size):
+            out[:, self.word[ci]] += counts[:, ci].astype(np.uint64) << np.uint64(self.shift[ci])
+        return out
+
+    def unpack(self, packed: np.ndarray) -> np.ndarray:
+        """(M, C) int64 per-chain counts of packed rows (M, P)."""
+        out = np.zeros((packed.shape[0], self.word.size), dtype=np.int64)
+        for ci in range(self.word.size):
+            above = int(self.guard[self.word[ci]]) >> int(self.shift[ci])
+            guard_bit = above & -above                         # this lane's guard: the lowest guard at or above it
+            out[:, ci] = (packed[:, self.word[ci]] >> np.uint64(self.shift[ci])) & np.uint64(guard_bit - 1)
         return out
 
 
@@ -261,7 +306,8 @@ def topological_orders(num_nodes: int, succs: list[list[int]], count: int, *, se
     [[0, 1, 2], [2, 1, 0]]
     """
     import heapq
-    rng = np.random.default_rng(seed)
+    import random
+    rng = random.Random(seed)
     indeg0 = [0] * num_nodes
     for v in range(num_nodes):
         for w in succs[v]:
@@ -270,7 +316,7 @@ def topological_orders(num_nodes: int, succs: list[list[int]], count: int, *, se
     kinds = ["max", "dfs"] + ["random"] * max(0, count - 3)
     for kind in kinds[: count - 1]:
         indeg = list(indeg0)
-        key = rng.random(num_nodes) if kind == "random" else None
+        key = [rng.random() for _ in range(num_nodes)] if kind == "random" else None
         heap: list = []
         stack: list[int] = []
 

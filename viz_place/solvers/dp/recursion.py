@@ -23,6 +23,9 @@ subset test ``J ⊆ I`` runs on per-chain counts (a chain decomposition of the
 DAG) packed into uint64 lanes: one subtraction per word. A finite result
 ``≤ T`` is the exact optimum; ``inf`` means the optimum exceeds ``T``.
 
+A run fills ``best`` for a group of consecutive ideals at a time, every
+(J, I) pair of the group in flat numpy arrays (no Python work per ideal).
+
 >>> import numpy as np
 >>> from viz_place.solvers.dp.ideals import enumerate_ideals
 >>> ids = enumerate_ideals(2, [0, 1], [[1], []])
@@ -36,11 +39,14 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable
 
 import numpy as np
 
-from .ideals import Ideals, Lanes, chain_decomposition, words_for
+from .ideals import Ideals, Lanes, chain_decomposition
+from .hyperedges import hyperedge_tables
+from .lattice import DownEdges, down_edges, walk_down
 
 _REL = 1e-9
 
@@ -61,11 +67,13 @@ class Tables:
     pk: np.ndarray          # (N, P) packed per-chain counts of each ideal
     dk: np.ndarray          # (N, P) same for the down-closure of the hyperedges each ideal cuts
     guard: np.ndarray       # (P,)
-    pk_sorted: np.ndarray   # (P, N) ``pk`` in ``order``, one contiguous row per word (window scans)
-    hmask: np.ndarray       # (H, W) supernode bitset of each hyperedge
-    htc: np.ndarray         # (H,) transfer cost of each hyperedge
-    cut: np.ndarray         # (N, WH) bitset of hyperedges each ideal cuts
+    htc: np.ndarray         # (H,) transfer cost of each hyperedge (see :mod:`.hyperedges`)
     wcut: np.ndarray        # (N,) transfer cost of the hyperedges each ideal cuts
+    cut_ptr: np.ndarray     # (N + 1,) the hyperedges ideal i cuts are cut_h[cut_ptr[i]:cut_ptr[i + 1]]
+    cut_h: np.ndarray
+    cut_down: np.ndarray    # (E, P) packed down-closure of h ∩ I per (ideal, cut hyperedge) entry
+    free: np.ndarray        # (H, P) packed nodes above no node of each hyperedge
+    succs: list[list[int]]
     counts: tuple[int, ...]
     pays: np.ndarray
     link: np.ndarray
@@ -76,9 +84,11 @@ class Tables:
 
     @classmethod
     def build(cls, ideals: Ideals, *, succs: list[list[int]], lat: np.ndarray, size: np.ndarray,
-              forbid: np.ndarray, hyperedges: list[tuple[int, float]], counts, pays, link, cap) -> "Tables":
+              forbid: np.ndarray, hyperedges: list[tuple[int, float]], counts, pays, link, cap,
+              chains: list[list[int]] | None = None) -> "Tables":
         """``lat`` (K, k) supernode latency per class (``inf`` = unsupported); ``forbid`` (K, k) bool;
-        ``hyperedges`` as (bitmask over supernodes, transfer cost); ``succs`` the DAG (topological numbering)."""
+        ``hyperedges`` as (bitmask over supernodes, transfer cost); ``succs`` the DAG (topological numbering);
+        ``chains`` a chain decomposition of it (default: :func:`~.ideals.chain_decomposition`)."""
         lat = np.asarray(lat, dtype=float)
         K, k = lat.shape
         unsupported = np.isinf(lat)
@@ -94,100 +104,69 @@ class Tables:
             ratio = np.where(unsupported | (finite <= 0), 0.0, low_node[:, None] / np.where(finite > 0, finite, 1.0))
         rho = np.minimum(1.0, ratio.max(0, initial=0.0))
         rho = np.where(rho > 0, rho * (1 + 1e-12), 1.0)
-        W = words_for(K)
-        H = len(hyperedges)
-        hmask = np.zeros((H, W), dtype=np.uint64)
-        htc = np.zeros(H)
-        for h, (mask, tc) in enumerate(hyperedges):
-            # a Python int bitmask over supernodes -> W little-endian uint64 words (bit v of the int = node v)
-            hmask[h] = np.frombuffer(mask.to_bytes(8 * W, "little"), dtype="<u8")
-            htc[h] = tc
-        N = ideals.count
-        WH = words_for(H)
-        cut = np.zeros((N, WH), dtype=np.uint64)
-        wcut = np.zeros(N)
-        bits = ideals.bits
-        # down-closure of every hyperedge, to bound which ideals a cut hyperedge reaches
-        anc = [0] * K      # anc[v]: bitmask of v and all its ancestors (an int, bit u = node u)
-        preds: list[list[int]] = [[] for _ in range(K)]
-        for v in range(K):
-            for w in succs[v]:
-                preds[w].append(v)
-        for v in range(K):
-            a = 1 << v
-            for p in preds[v]:
-                a |= anc[p]
-            anc[v] = a
-        closure = bits.copy()
-        for h, (mask, _) in enumerate(hyperedges):
-            inside = (bits & hmask[h]).any(1)
-            outside = (~bits & hmask[h]).any(1)
-            c = inside & outside
-            if not c.any():
-                continue
-            cut[c, h // 64] |= np.uint64(1) << np.uint64(h % 64)     # set bit h of the hyperedge bitset
-            wcut[c] += htc[h]
-            down, m = 0, mask
-            while m:                                   # for each node v of the hyperedge, lowest first:
-                low = m & -m                           # the lowest set bit of m (two's complement trick)
-                m ^= low                               # ... cleared from m
-                down |= anc[low.bit_length() - 1]      # bit_length - 1 = its index v; add v's ancestors
-            closure[c] |= np.frombuffer(down.to_bytes(8 * W, "little"), dtype="<u8")
-        chains = chain_decomposition(K, succs)
+        chains = chain_decomposition(K, succs) if chains is None else chains
         lanes = Lanes.for_chains(chains, K)
-        chain_masks = np.zeros((len(chains), W), dtype=np.uint64)
-        for ci, ch in enumerate(chains):
-            m = 0
-            for v in ch:
-                m |= 1 << v
-            chain_masks[ci] = np.frombuffer(m.to_bytes(8 * W, "little"), dtype="<u8")
         pk = ideals.prefix_sums(lanes.node_weights())
-        dk = lanes.pack(closure, chain_masks)
+        hx = hyperedge_tables(ideals, succs, hyperedges, chains, lanes, pk)
         size_arr = np.asarray(size, dtype=float)
         cap = np.asarray(cap, dtype=float)
         return cls(ideals=ideals, comp=comp, unsup=unsup, forbid=forb, size=size_p, lower=lower, order=order,
-                   lower_sorted=lower[order], rho=rho, pk=pk, dk=dk, guard=lanes.guard,
-                   pk_sorted=np.ascontiguousarray(pk[order].T), hmask=hmask, htc=htc,
-                   cut=cut, wcut=wcut, counts=tuple(counts), pays=np.asarray(pays, dtype=bool),
+                   lower_sorted=lower[order], rho=rho, pk=pk, dk=hx.dk, guard=lanes.guard, htc=hx.htc, wcut=hx.wcut,
+                   cut_ptr=hx.cut_ptr, cut_h=hx.cut_h, cut_down=hx.cut_down, free=hx.free, succs=succs, counts=tuple(counts), pays=np.asarray(pays, dtype=bool),
                    link=np.asarray(link, dtype=float), cap=cap,
                    need_unsup=unsupported.any(0), need_forbid=np.asarray(forbid, dtype=bool).any(0),
                    need_size=np.array([float(size_arr.sum()) > cc for cc in cap], dtype=bool))
 
-    def subsets(self, i: int, J: np.ndarray, packed: np.ndarray | None = None) -> np.ndarray:
-        """Mask over ``J``: ``packed[J]`` (default: the ideals) ⊆ ideal ``i`` (see :func:`packed_subset_mask`)."""
-        packed = self.pk if packed is None else packed
-        g = self.guard
-        top = self.pk[i] | g
-        if g.size == 1:
-            return ((top[0] - packed[J, 0]) & g[0]) == g[0]
-        return (((top - packed[J]) & g) == g).all(1)
+    @cached_property
+    def down(self) -> DownEdges | None:
+        """The lattice's downward edges (complete families only): candidates by walking down, built on first use."""
+        return down_edges(self.ideals, self.succs) if self.ideals.complete else None
 
-    def comm(self, i: int, J: np.ndarray) -> np.ndarray:
-        """Transfer cost paid by a device holding ``I_i \\ I_j`` for each ``j`` in ``J`` (before link factors).
+    @cached_property
+    def flat(self):
+        """``pk, dk, free, cut_down, guard``, as 1-D arrays and a scalar guard when one word holds every lane."""
+        arrays = (self.pk, self.dk, self.free, self.cut_down)
+        if self.guard.size == 1:
+            return (*(np.ascontiguousarray(a[:, 0]) for a in arrays), self.guard[0])
+        return (*arrays, self.guard)
 
-        For a hyperedge ``h`` cut by ``I`` with ``a = h ∩ I``, the correction is
-        ``tc(h)·([a meets J] + [a ⊆ J])`` (0: ``h`` not cut by ``J``; 1: ``h`` feeds
-        ``I \\ J`` and beyond; 2: ``h`` jumps over ``I \\ J``).
+    def comm(self, I: np.ndarray, J: np.ndarray) -> np.ndarray:
+        """Transfer cost paid by a device holding ``I \\ J`` for each pair ``(I[p], J[p])`` (before link factors).
+
+        For a hyperedge ``h`` cut by both ``I`` and ``J`` with ``a = h ∩ I`` the
+        correction to ``w(I) + w(J)`` is ``tc(h)·(1 + [a ⊆ J])`` (1: ``h`` feeds
+        ``I \\ J``; 2: ``h`` jumps over it); a hyperedge cut by only one of them
+        needs none.
         """
-        out = self.wcut[i] + self.wcut[J]
-        if self.htc.size == 0 or J.size == 0:
+        out = self.wcut[I] + self.wcut[J]
+        if self.htc.size == 0 or I.size == 0:
             return out
-        rows = np.flatnonzero(~self.subsets(i, J, self.dk))   # only these can share a cut hyperedge with I
+        pk, dk, free, cut_down, g = self.flat
+        # only a J whose cut hyperedges' down-closure leaves I can share a cut hyperedge with I
+        rows = np.flatnonzero(~_within(dk[J], pk[I], g))
         if rows.size == 0:
             return out
-        # the hyperedges I cuts: the set bits of its uint64 bitset, read byte by byte in little-endian bit order
-        hs = np.flatnonzero(np.unpackbits(self.cut[i].view(np.uint8), bitorder="little"))
-        hs = hs[hs < self.htc.size]
-        if hs.size == 0:
+        Ir, Jr = I[rows], J[rows]
+        cnt = self.cut_ptr[Ir + 1] - self.cut_ptr[Ir]           # hyperedges cut by I, listed per ideal (CSR)
+        ends = np.cumsum(cnt)
+        if ends.size == 0 or ends[-1] == 0:
             return out
-        a = self.hmask[hs] & self.ideals.bits[i]                                        # (L, W)
-        Jb = self.ideals.bits[J[rows]]                                                  # (r, W)
-        meets = inside = None
-        for w in range(a.shape[1]):           # word by word: 2-D ops, no reductions over a short axis
-            aw, jw = a[:, w][None, :], Jb[:, w][:, None]
-            m, o = (aw & jw) != 0, (aw & ~jw) == 0
-            meets, inside = (m, o) if meets is None else (meets | m, inside & o)
-        out[rows] -= (meets.astype(float) + inside) @ self.htc[hs]
+        corr = np.zeros(rows.size)
+        # (row, cut hyperedge of I) items, at most _ITEMS at a time
+        cuts = np.searchsorted(ends, np.arange(_ITEMS, int(ends[-1]), _ITEMS), "right")
+        for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), rows.size]):
+            if a == b:
+                continue
+            c = cnt[a:b]
+            total = int(c.sum())
+            item = np.repeat(np.arange(b - a), c)
+            e = np.arange(total) + np.repeat(self.cut_ptr[Ir[a:b]] - (np.cumsum(c) - c), c)
+            h = self.cut_h[e]
+            pj = pk[Jr[a:b][item]]
+            meets = ~_within(pj, free[h], g)                            # J meets h: h is cut by J too
+            inside = _within(cut_down[e], pj, g)                        # h ∩ I ⊆ J
+            corr[a:b] = np.bincount(item, self.htc[h] * (meets.astype(float) + inside), minlength=b - a)
+        out[rows] -= corr
         return out
 
 
@@ -208,8 +187,15 @@ def _states(counts: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
     return us, strides
 
 
+def _within(small: np.ndarray, big: np.ndarray, guard) -> np.ndarray:
+    """Row by row ``small ⊆ big`` on packed counts: (m,) rows with a scalar guard (one word), or (m, P) rows."""
+    if small.ndim == 1:
+        return (((big | guard) - small) & guard) == guard
+    return packed_subset_mask(big | guard, small, guard)
+
+
 def packed_subset_mask(top: np.ndarray, packed: np.ndarray, guard: np.ndarray) -> np.ndarray:
-    """Which columns of ``packed`` (P, m) are subsets of the ideal whose packed counts OR guard bits are ``top`` (P,).
+    """Row by row, is ``packed[p]`` (m, P) a subset of the ideal whose packed counts OR guard bits are ``top[p]``?
 
     An ideal meets each chain of the chain decomposition in a prefix, so
     ``J ⊆ I`` iff on every chain J's count is at most I's. The counts sit in
@@ -221,20 +207,36 @@ def packed_subset_mask(top: np.ndarray, packed: np.ndarray, guard: np.ndarray) -
     every chain at once.
 
     >>> guard = np.array([0b100_100], dtype=np.uint64)          # two lanes of 3 bits: counts 0..3
-    >>> top = np.array([0b010_001], dtype=np.uint64) | guard     # I: count 2 on chain 1, 1 on chain 0
-    >>> packed = np.array([[0b001_001, 0b010_000, 0b000_010]], dtype=np.uint64)
+    >>> top = np.array([[0b010_001]] * 3, dtype=np.uint64) | guard     # I: count 2 on chain 1, 1 on chain 0
+    >>> packed = np.array([[0b001_001], [0b010_000], [0b000_010]], dtype=np.uint64)
     >>> packed_subset_mask(top, packed, guard).tolist()
     [True, True, False]
     """
-    mask = ((top[0] - packed[0]) & guard[0]) == guard[0]
+    mask = ((top[:, 0] - packed[:, 0]) & guard[0]) == guard[0]
     for w in range(1, guard.size):
-        mask &= ((top[w] - packed[w]) & guard[w]) == guard[w]
+        mask &= ((top[:, w] - packed[:, w]) & guard[w]) == guard[w]
     return mask
+
+
+#: Window entries (candidate J scanned for some I) handled at once: bounds the temporary arrays of one group.
+_BATCH = 1 << 19
+#: (pair, cut hyperedge) items of the communication correction handled at once (bounds its temporary arrays).
+_ITEMS = 1 << 22
+#: Window entries of a group from which its candidates are found by walking down the lattice (else by scanning).
+_WALK = 1 << 18
+#: ... and where fewer than this share of the last group's window entries were candidates.
+_WALK_BELOW = 0.25
 
 
 class _Pass:
     """The state of one thresholded DP pass (see the module docstring): the tables ``best`` and, for the chain,
-    the previous ideal and the class chosen per state."""
+    the previous ideal and the class chosen per state.
+
+    Ideals are listed by size and ``J ⊊ I`` is smaller than ``I``, so a group of
+    consecutive ideals (:meth:`group`) needs only earlier groups and itself; its
+    candidates ``J`` are the earlier ideals a chain within ``T`` reaches
+    (``reached``, sorted by ``lower``) and the group's own.
+    """
 
     def __init__(self, t: Tables, threshold: float) -> None:
         self.t = t
@@ -262,121 +264,205 @@ class _Pass:
             self.cap_used = self.usage @ (t.rho * self.T) + self.tol             # lower-mass the used devices hold
             self.cap_left = (counts - self.usage) @ (t.rho * self.T) + self.tol  # ... and the unused ones
         self.pays_any = bool(t.pays.any())
+        self.comp_of = [np.ascontiguousarray(t.comp[:, c]) for c in range(self.k)]
         self.active = [c for c in range(self.k) if t.counts[c] > 0]
-        # reach[p]: the ideal at position p of ``order`` has a finite state (a chain within T reaches it);
-        # a J without one can never improve best[I], so it is dropped before any cost is computed
+        # the reached ideals (some state finite: a chain within T reaches them), by position in ``order``;
+        # a J without one can never improve best[I], so only these are candidates
         self.pos_of = np.empty(N, dtype=np.int64)
         self.pos_of[t.order] = np.arange(N)
-        self.reach = np.zeros(N, dtype=bool)
-        self.reach[self.pos_of[0]] = True
+        self.reached = self.pos_of[:1].copy()
+        self.is_reached = np.zeros(N, dtype=bool)
+        self.is_reached[0] = True
+        self._index_reached()
+        self.group_lo = self.group_hi = 0    # the ideals being filled (:meth:`group`)
+        self.hit_rate = 1.0                  # the share of the last group's window entries that were candidates
         self.pairs = 0
 
-    def windows(self, i: int):
-        """Per class, the alive target states, their source states and the window ``[lo, hi]`` of ``lower`` where
-        a candidate ``J`` must lie; plus the slice ``[start, stop)`` of ``order`` covering every window."""
-        t, li, tol = self.t, self.t.lower[i], self.tol
-        if not self.bounded:
-            plan = [(c, self.targets[c], self.sources[c], -np.inf, np.inf) for c in self.active]
-            return plan, 0, int(np.searchsorted(t.lower_sorted, li + tol, "right"))
-        alive = (li <= self.cap_used) & (self.low_total - li <= self.cap_left)
-        plan, lo_all, hi_all = [], np.inf, -np.inf
-        for c in self.active:
-            a = alive[self.targets[c]]
-            if not a.any():
-                continue
-            src = self.sources[c][a]
-            lo = max(li - t.rho[c] * self.T - tol, self.low_total - float(self.cap_left[src].max()))
-            hi = min(li + tol, float(self.cap_used[src].max()))
-            if lo > hi:
-                continue
-            plan.append((c, self.targets[c][a], src, lo, hi))
-            lo_all, hi_all = min(lo_all, lo), max(hi_all, hi)
-        if not plan:
-            return plan, 0, 0
-        return plan, int(np.searchsorted(t.lower_sorted, lo_all, "left")), \
-            int(np.searchsorted(t.lower_sorted, hi_all, "right"))
-
-    def candidates(self, i: int, start: int, stop: int):
-        """Ideals ``J ⊊ I_i`` among ``order[start:stop]`` (the packed subset test) that some chain within ``T``
-        reaches, and their positions in ``order``."""
+    def _index_reached(self, extra: np.ndarray | None = None) -> None:
+        """Candidates for the next group: the reached ideals, and the positions ``extra`` (the group's own)."""
         t = self.t
-        mask = packed_subset_mask(t.pk[i] | t.guard, t.pk_sorted[:, start:stop], t.guard)
-        mask &= self.reach[start:stop]
-        pos = np.flatnonzero(mask) + start
-        cand = t.order[pos]
-        keep = cand != i
-        return cand[keep], pos[keep]
+        cand = self.reached if extra is None else np.sort(np.concatenate([self.reached, extra]))
+        self.r_low = t.lower_sorted[cand]          # ascending
+        self.r_ideal = t.order[cand]
+        self.r_top = np.ascontiguousarray(t.pk[self.r_ideal].T)   # (P, M) packed counts, one row per word
 
-    def feasible_sets(self, i: int, plan, cand: np.ndarray, pos: np.ndarray):
-        """Per class of ``plan``: ``(a, ok, compute)`` over its window ``cand[a:b]`` (``ok``: ``I \\ J`` fits the
-        class — compute within ``T``, supported, not forbidden, within memory); and which candidates need their
-        communication (some paying class accepts them)."""
-        t, T = self.t, self.T
-        lc = t.lower_sorted[pos] if self.bounded else None      # ascending: each class's window is a slice
-        oks = []
-        need = np.zeros(cand.size, dtype=bool) if self.pays_any else None
-        for c, _targets, _sources, lo, hi in plan:
-            if lc is not None:
-                a, b = int(np.searchsorted(lc, lo, "left")), int(np.searchsorted(lc, hi, "right"))
-            else:
-                a, b = 0, cand.size
-            cs = cand[a:b]
-            comp = t.comp[i, c] - t.comp[cs, c]
-            ok = comp <= T
-            if t.need_unsup[c]:
-                ok &= t.unsup[cs, c] == t.unsup[i, c]
-            if t.need_forbid[c]:
-                ok &= t.forbid[cs, c] == t.forbid[i, c]
-            if t.need_size[c]:
-                ok &= t.size[i] - t.size[cs] <= t.cap[c] * (1 + _REL)
-            oks.append((a, ok, comp))
-            if t.pays[c]:
-                need[a:b] |= ok
-        return oks, need
+    def add_reached(self, ideals: np.ndarray) -> None:
+        new = ideals[np.isfinite(self.best[ideals]).any(1)]
+        self.is_reached[new] = True
+        if new.size:
+            self.reached = np.sort(np.concatenate([self.reached, self.pos_of[new]]))
 
-    def relax(self, i: int, plan, oks, cand: np.ndarray, comm: np.ndarray | None) -> None:
-        """``best[I, u] = min(best[I, u], max(best[J, u - e_c], cost_c(I \\ J)))`` over the feasible ``J``."""
-        t, row_best = self.t, self.best[i]
-        for (c, targets, sources, _, _), (a, ok, comp) in zip(plan, oks):
-            sel = np.flatnonzero(ok)
-            if sel.size == 0:
+    def windows_against_all(self):
+        """:meth:`windows` of every ideal but the empty one, every ideal a candidate (to size the groups)."""
+        N = self.t.ideals.count
+        saved = self.reached
+        self.reached = np.arange(N)
+        self._index_reached()
+        try:
+            return self.windows(np.arange(1, N))
+        finally:
+            self.reached = saved
+
+    def windows(self, I: np.ndarray):
+        """Per class, the window ``[lo, hi]`` of ``lower`` where a candidate ``J`` must lie (``None``: unbounded);
+        the slice ``[start, stop)`` of ``reached`` covering them; the alive states (ideal, devices used), or
+        ``None`` when every state is."""
+        t, li, tol = self.t, self.t.lower[I], self.tol
+        if not self.bounded:
+            plan = [(c, None, None) for c in self.active]
+            stop = np.searchsorted(self.r_low, li + tol, "right")
+            return plan, (np.full(I.size, -np.inf), li + tol, np.zeros_like(stop), stop), None
+        alive = (li[:, None] <= self.cap_used) & ((self.low_total - li)[:, None] <= self.cap_left)
+        plan, lo_all, hi_all = [], np.full(I.size, np.inf), np.full(I.size, -np.inf)
+        for c in self.active:
+            a = alive[:, self.targets[c]]
+            src = self.sources[c]
+            most_left = np.where(a, self.cap_left[src], -np.inf).max(1)
+            most_used = np.where(a, self.cap_used[src], -np.inf).max(1)
+            lo = np.maximum(li - t.rho[c] * self.T - tol, self.low_total - most_left)
+            hi = np.minimum(li + tol, most_used)
+            ok = a.any(1) & (lo <= hi)
+            if not ok.any():
                 continue
-            cost = comp[sel] + t.link[c] * comm[a + sel] if t.pays[c] else comp[sel]
-            sel = sel + a
-            if self.bounded:
-                fit = cost <= self.T
-                sel, cost = sel[fit], cost[fit]
-                if sel.size == 0:
-                    continue
-            J = cand[sel]
-            A = self.best[J][:, sources]     # (m, a): best[J, u - e_c] per candidate and state (rows, then columns)
-            np.maximum(A, cost[:, None], out=A)
-            v = A.min(0)
-            better = v < row_best[targets]
-            if better.any():
-                ts = targets[better]
-                row_best[ts] = v[better]
-                self.reach[self.pos_of[i]] = True
-                self.prev_ideal[i, ts] = J[A[:, better].argmin(0)]
-                self.prev_class[i, ts] = c
+            lo, hi = np.where(ok, lo, np.inf), np.where(ok, hi, -np.inf)
+            plan.append((c, lo, hi))
+            lo_all, hi_all = np.minimum(lo_all, lo), np.maximum(hi_all, hi)
+        start = np.searchsorted(self.r_low, lo_all, "left")
+        return plan, (lo_all, hi_all, start, np.maximum(start, np.searchsorted(self.r_low, hi_all, "right"))), alive
 
-    def step(self, i: int) -> None:
-        """Fill ``best[I_i, :]``."""
-        plan, start, stop = self.windows(i)
-        if (self.bounded and not plan) or stop <= start:
-            return
-        cand, pos = self.candidates(i, start, stop)
-        if cand.size == 0:
-            return
-        self.pairs += int(cand.size)
-        oks, need = self.feasible_sets(i, plan, cand, pos)
+    def candidates(self, I: np.ndarray, win):
+        """All pairs ``(owner, J)``: ``J ⊊ I[owner]`` a reached ideal in the owner's window ``[lo, hi]`` of
+        ``lower``, owners ascending; and ``lower[J]``. On a complete family by walking down the lattice, else by
+        the packed subset test over the window's ideals (``reached[start:stop]``)."""
+        t, g = self.t, self.t.guard
+        lo_all, hi_all, start, stop = win
+        entries = int((stop - start).sum())
+        # walking pays when windows are large and few of their entries are candidates (as in the last group)
+        if entries >= _WALK and self.hit_rate < _WALK_BELOW and t.down is not None:
+            owner, J = walk_down(t.down, I, lo_all, t.lower)
+            lc = t.lower[J]
+            keep = np.flatnonzero((self.is_reached[J] | (J >= self.group_lo)) & (lc <= hi_all[owner]))
+            self.hit_rate = keep.size / max(entries, 1)
+            owner = owner[keep]
+            by_owner = np.argsort(owner.astype(np.uint16) if I.size <= 1 << 16 else owner, kind="stable")
+            return owner[by_owner], J[keep[by_owner]], lc[keep[by_owner]]
+        lens = stop - start
+        total = int(lens.sum())
+        if total == 0:
+            return None
+        owner = np.repeat(np.arange(I.size), lens)
+        pos = np.arange(total) + np.repeat(start - (np.cumsum(lens) - lens), lens)
+        top = t.pk[I] | g
+        mask = ((np.repeat(top[:, 0], lens) - self.r_top[0, pos]) & g[0]) == g[0]
+        for w in range(1, g.size):
+            mask &= ((np.repeat(top[:, w], lens) - self.r_top[w, pos]) & g[w]) == g[w]
+        sel = np.flatnonzero(mask)
+        pos = pos[sel]
+        self.hit_rate = sel.size / total
+        return owner[sel], self.r_ideal[pos], self.r_low[pos]
+
+    def feasible_pairs(self, I: np.ndarray, plan, win):
+        """Per class of ``plan``: the pairs ``(owner, J, cost)`` with ``I[owner] \\ J`` fitting the class within
+        ``T`` (compute plus paid communication; supported, not forbidden, within memory), owners ascending."""
+        got = self.candidates(I, win)
+        if got is None or got[0].size == 0:
+            return None
+        owner, J, lc = got
+        t, T = self.t, self.T
+        II = I[owner]
+        keep = np.flatnonzero(J != II)                   # the group's own ideals are candidates: drop J = I
+        owner, J, lc, II = owner[keep], J[keep], lc[keep], II[keep]
+        self.pairs += int(J.size)
+        oks = []
+        need = np.zeros(J.size, dtype=bool) if self.pays_any else None
+        # communication is at least |w(I) - w(J)| (the shared cut hyperedges weigh at most the lighter side):
+        # a pair whose compute plus that already exceeds T needs no exact figure
+        gap = np.abs(t.wcut[II] - t.wcut[J]) * (1 - 1e-12) if self.pays_any and self.bounded else None
+        for c, lo, hi in plan:
+            comp = self.comp_of[c][II] - self.comp_of[c][J]
+            ok = comp <= T
+            if lo is not None:
+                ok &= (lc >= lo[owner]) & (lc <= hi[owner])
+            if t.need_unsup[c]:
+                ok &= t.unsup[J, c] == t.unsup[II, c]
+            if t.need_forbid[c]:
+                ok &= t.forbid[J, c] == t.forbid[II, c]
+            if t.need_size[c]:
+                ok &= t.size[II] - t.size[J] <= t.cap[c] * (1 + _REL)
+            if t.pays[c] and gap is not None:
+                ok &= comp + t.link[c] * gap <= T
+            oks.append((ok, comp))
+            if t.pays[c]:
+                need |= ok
         comm = None
         if self.pays_any:
             rows = np.flatnonzero(need)
-            comm = np.zeros(cand.size)
+            comm = np.zeros(J.size)
             if rows.size:
-                comm[rows] = self.t.comm(i, cand[rows])
-        self.relax(i, plan, oks, cand, comm)
+                comm[rows] = t.comm(II[rows], J[rows])
+        out = []
+        for (c, _, _), (ok, comp) in zip(plan, oks):
+            sel = np.flatnonzero(ok)
+            cost = comp[sel] + t.link[c] * comm[sel] if t.pays[c] else comp[sel]
+            if self.bounded:
+                fit = cost <= self.T
+                sel, cost = sel[fit], cost[fit]
+            out.append((owner[sel], J[sel], cost))
+        return out
+
+    def group(self, a: int, b: int) -> None:
+        """Fill ``best`` for the ideals ``a .. b-1`` (consecutive, so by size). Their candidates are the reached
+        smaller ideals and the group's own; the states are then filled by number of devices used, since
+        ``best[I, u]`` needs only states with one device fewer."""
+        t = self.t
+        I = np.arange(a, b)
+        I = I[np.argsort(t.lower[I], kind="stable")]     # by lower, as :meth:`relax` needs
+        self.group_lo, self.group_hi = a, b
+        self._index_reached(extra=self.pos_of[I])
+        plan, win, alive = self.windows(I)
+        pairs = self.feasible_pairs(I, plan, win) if plan else None
+        if pairs is not None:
+            used = self.usage.sum(1)
+            for layer in range(1, int(used.max()) + 1):
+                for (c, _, _), (own, J, cost) in zip(plan, pairs):
+                    states = self.targets[c][used[self.targets[c]] == layer]
+                    self.relax(c, I, alive, own, J, cost, states)
+        self.add_reached(I)
+
+    def relax(self, c: int, I: np.ndarray, alive, own, Js, cost, states) -> None:
+        """``best[I, u] = min(best[I, u], max(best[J, u - e_c], cost_c(I \\ J)))`` over the feasible pairs
+        (``I[own]``, ``Js``) for each target state ``u`` in ``states`` (of class ``c``), the first best ``J`` (in
+        ``reached`` order) kept for the chain. ``I`` is sorted by ``lower``, so the ideals where a state is alive
+        are a slice of ``I`` and their pairs a slice of the pairs (owners ascending)."""
+        if Js.size == 0:
+            return
+        n = I.size
+        gstart = np.flatnonzero(np.diff(own, prepend=-1))   # first pair of each owner
+        for u in map(int, states):
+            if alive is None:
+                o0, o1 = 0, n
+            else:
+                col = alive[:, u]
+                if not col.any():
+                    continue
+                o0, o1 = int(col.argmax()), n - int(col[::-1].argmax())
+            p0, p1 = (int(x) for x in np.searchsorted(own, (o0, o1)))
+            if p0 == p1:
+                continue
+            g0, g1 = np.searchsorted(gstart, (p0, p1))
+            first = gstart[g0:g1] - p0
+            vals = np.maximum(self.best[Js[p0:p1], u - self.strides[c]], cost[p0:p1])
+            v = np.minimum.reduceat(vals, first)
+            rows = I[own[p0 + first]]
+            better = v < self.best[rows, u]
+            if not better.any():
+                continue
+            group = np.repeat(np.arange(first.size), np.diff(np.append(first, p1 - p0)))
+            arg = np.minimum.reduceat(np.where(vals == v[group], np.arange(p1 - p0), p1 - p0), first)
+            b = np.flatnonzero(better)       # the first pair reaching each improved minimum
+            self.best[rows[b], u] = v[b]
+            self.prev_ideal[rows[b], u] = Js[p0 + arg[b]]
+            self.prev_class[rows[b], u] = c
 
     def result(self) -> RunResult:
         """The value at (all ideals, every device available) and its chain of sets, last first."""
@@ -396,8 +482,21 @@ def run(t: Tables, threshold: float, *, check: Callable[[float], None] | None = 
     """One DP pass skipping every set whose cost exceeds ``threshold`` (see the module docstring)."""
     dp = _Pass(t, threshold)
     N = t.ideals.count
-    for i in range(1, N):
-        if check is not None and i % 512 == 0:
-            check(i / N)
-        dp.step(i)
+    if check is not None:
+        check(0.0)
+    sizes = np.bitwise_count(t.ideals.bits).sum(1)
+    if np.any(np.diff(sizes) < 0):
+        raise ValueError("ideals must be listed by size")
+    # groups of consecutive ideals whose windows (against every ideal) hold about _BATCH entries in all
+    if N * N <= 2 * _BATCH:
+        edges = [1, N]                 # every window fits at once
+    else:
+        _, win, _ = dp.windows_against_all()
+        ends = np.cumsum(win[3] - win[2])
+        cuts = np.searchsorted(ends, np.arange(_BATCH, int(ends[-1]) if ends.size else 0, _BATCH), "right") + 1
+        edges = sorted({1, N, *[int(x) for x in cuts if 1 < x < N]})
+    for a, b in zip(edges[:-1], edges[1:]):
+        if check is not None:
+            check(a / N)
+        dp.group(a, b)
     return dp.result()

@@ -34,7 +34,10 @@ When optimal, that value is also a proven lower bound over pipeline splits
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import math
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -45,11 +48,13 @@ from ..base import Hooks, SolverOptions, Stopwatch
 from ..contract import Problem, SolverResult
 from . import recursion
 from .contraction import Contracted, contract
-from .ideals import TooManyIdeals, enumerate_ideals
+from .ideals import TooManyIdeals, chain_decomposition, enumerate_ideals
 from .upper_bound import upper_bound
 
 #: The set of placements the DP's optimum is a lower bound for.
 BOUND_SET = "pipeline"
+#: Up to this many ideals the exact pass runs once with no threshold (no upper-bound search first).
+SMALL_IDEALS = 1000
 
 
 @dataclass(frozen=True)
@@ -158,49 +163,75 @@ def _supernode_tables(graph, prob, ct: Contracted, classes: list[_Class], pin_of
     K = ct.num
     k = len(classes)
     lat = np.zeros((K, k))
-    size = np.array([float(prob.size[m].sum()) for m in ct.members])
+    sup = ct.node_super
+    size = np.bincount(sup, weights=prob.size, minlength=K)
     forbid = np.zeros((K, k), dtype=bool)
     for c, cl in enumerate(classes):
-        col = prob.lat[:, cl.col]
-        lat[:, c] = [float(col[m].sum()) for m in ct.members]
+        lat[:, c] = np.bincount(sup, weights=prob.lat[:, cl.col], minlength=K)   # inf (unsupported) stays inf
         for s, dev in pin_of.items():
             forbid[s, c] = cl.pin_device != dev
-    for s in range(K):
-        fits = [c for c, cl in enumerate(classes)
-                if math.isfinite(lat[s, c]) and not forbid[s, c] and size[s] <= cl.cap * (1 + 1e-9)]
-        if not fits:
-            names = [prob.node_ids[i] for i in ct.members[s][:4]]
-            what = f"node {names[0]!r}" if len(ct.members[s]) == 1 else \
-                f"the nodes {', '.join(map(repr, names))}{' ...' if len(ct.members[s]) > 4 else ''} (kept together)"
-            def why(c, cl):
-                if math.isinf(lat[s, c]):
-                    return "cannot run it"
-                if forbid[s, c]:
-                    return "not the pinned device" if cl.pin_device else "its pin is elsewhere"
-                return f"memory {cl.cap:.6g}"
-            reasons = "; ".join(f"{cl.instances[0] if cl.pin_device else cl.name}: {why(c, cl)}"
-                                for c, cl in enumerate(classes))
-            pinned = f", pinned to {pin_of[s]}" if s in pin_of else ""
-            raise InfeasibleError(f"{what} fit(s) on no device (size {size[s]:.6g}{pinned}) — {reasons}")
+    cap = np.array([cl.cap for cl in classes])
+    fits = np.isfinite(lat) & ~forbid & (size[:, None] <= cap * (1 + 1e-9))
+    for s in map(int, np.flatnonzero(~fits.any(1))):   # the first supernode that fits nowhere
+        names = [prob.node_ids[i] for i in ct.members[s][:4]]
+        what = f"node {names[0]!r}" if len(ct.members[s]) == 1 else \
+            f"the nodes {', '.join(map(repr, names))}{' ...' if len(ct.members[s]) > 4 else ''} (kept together)"
+        def why(c, cl):
+            if math.isinf(lat[s, c]):
+                return "cannot run it"
+            if forbid[s, c]:
+                return "not the pinned device" if cl.pin_device else "its pin is elsewhere"
+            return f"memory {cl.cap:.6g}"
+        reasons = "; ".join(f"{cl.instances[0] if cl.pin_device else cl.name}: {why(c, cl)}"
+                            for c, cl in enumerate(classes))
+        pinned = f", pinned to {pin_of[s]}" if s in pin_of else ""
+        raise InfeasibleError(f"{what} fit(s) on no device (size {size[s]:.6g}{pinned}) — {reasons}")
     return lat, size, forbid
 
 
-def _placement_from_chain(prob, ct: Contracted, tables: recursion.Tables, classes, chain) -> dict[str, str]:
+def _placement_from_chain(prob, ct: Contracted, tables: recursion.Tables, classes, chain) -> np.ndarray:
+    """Device index per node (``prob`` order) of a chain of sets, the ``t``-th set of class ``c`` on that class's
+    ``t``-th instance."""
     used = [0] * len(classes)
-    assignment: dict[str, str] = {}
+    dev_of_super = np.full(ct.num, -1, dtype=np.int64)
+    bits = tables.ideals.bits
     for c, j, i in reversed(chain):
-        dev = classes[c].instances[used[c]]
+        dev = prob.cluster.device_index(classes[c].instances[used[c]])
         used[c] += 1
-        ids = tables.ideals
-        sup = np.setdiff1d(ids.members(i), ids.members(j))
-        for s in sup:
-            for node in ct.members[s]:
-                assignment[prob.node_ids[node]] = dev
-    return assignment
+        new = np.unpackbits((bits[i] & ~bits[j]).view(np.uint8), bitorder="little")[: ct.num]
+        dev_of_super[new.astype(bool)] = dev
+    return dev_of_super[ct.node_super]
 
 
 def solve(problem: Problem, opts: DPOptions, user_hooks: Hooks) -> SolverResult:
     """Optimal contiguous placement for max-load (see the module docstring)."""
+    with _collector_paused():
+        return _solve(problem, opts, user_hooks)
+
+
+_GC_LOCK = threading.Lock()
+_GC_STATE = {"solves": 0, "was_enabled": False}
+
+
+@contextlib.contextmanager
+def _collector_paused():
+    """Pause Python's cyclic garbage collector while any DP solve runs (the solve makes no reference cycles, and a
+    full collection of a large heap would cost more than small solves take); concurrent solves share the pause."""
+    with _GC_LOCK:
+        if _GC_STATE["solves"] == 0:
+            _GC_STATE["was_enabled"] = gc.isenabled()
+            gc.disable()
+        _GC_STATE["solves"] += 1
+    try:
+        yield
+    finally:
+        with _GC_LOCK:
+            _GC_STATE["solves"] -= 1
+            if _GC_STATE["solves"] == 0 and _GC_STATE["was_enabled"]:
+                gc.enable()
+
+
+def _solve(problem: Problem, opts: DPOptions, user_hooks: Hooks) -> SolverResult:
     graph, cluster, pins, prob = problem.graph, problem.cluster, problem.pins, problem.compiled
     watch = Stopwatch()
     timed_out = [False]
@@ -223,7 +254,8 @@ def solve(problem: Problem, opts: DPOptions, user_hooks: Hooks) -> SolverResult:
     pin_of = _check_pins(graph, ct, prob, pins)
     lat, size, forbid = _supernode_tables(graph, prob, ct, classes, pin_of)
     hyper = _hyperedges(prob, ct)
-    common = dict(succs=ct.succ_lists, lat=lat, size=size, forbid=forbid, hyperedges=hyper, counts=[cl.count for cl in classes],
+    succs = ct.succ_lists
+    common = dict(succs=succs, lat=lat, size=size, forbid=forbid, hyperedges=hyper, counts=[cl.count for cl in classes],
                   pays=[cl.pays for cl in classes], link=[cl.link for cl in classes], cap=[cl.cap for cl in classes])
     # ideals first: an out-of-reach graph fails fast, before any other work
     hooks.report(0.01, f"enumerating the ideals of {ct.num} supernodes", force=True)
@@ -231,8 +263,9 @@ def solve(problem: Problem, opts: DPOptions, user_hooks: Hooks) -> SolverResult:
     def check_enum(count):
         hooks.check()
         hooks.report(0.02, f"enumerating ideals: {count:,} so far")
+    pred_masks = ct.pred_masks
     try:
-        ids = enumerate_ideals(ct.num, ct.pred_masks, ct.succ_lists, limit=opts.max_ideals, check=check_enum)
+        ids = enumerate_ideals(ct.num, pred_masks, succs, limit=opts.max_ideals, check=check_enum)
     except TooManyIdeals as err:
         raise SolverError(_too_many_message(graph, cluster, pins, ct, err, opts)) from None
     except Cancelled:
@@ -240,13 +273,20 @@ def solve(problem: Problem, opts: DPOptions, user_hooks: Hooks) -> SolverResult:
     n_ideals = ids.count if ids is not None else 0
     stats.ideals = n_ideals
     _check_memory(states, max(n_ideals, min(ct.num * opts.heuristic_orders, 20_000)), opts)
-    hooks.report(0.03, "searching a first placement (upper bound)", force=True)
-    # local search pays off only when the exact pass is large
-    rounds = opts.local_search_rounds if n_ideals > 20_000 else 0
-    ub = upper_bound(ct.num, ct.pred_masks, ct.succ_lists, common, orders=opts.heuristic_orders,
-                     rounds=rounds, limit=min(20_000, max(2_000, n_ideals // 8)), check=hooks.check)
-    stats.upper_bound = ub.value
-    incumbent = _placement_from_chain(prob, ct, ub.tables, classes, ub.chain) if ub.chain else None
+    common["chains"] = chain_decomposition(ct.num, succs)      # once for every table of this solve
+
+    def first_placement(check):
+        """A quick chain (its value the upper bound that prunes the exact pass) and its placement."""
+        hooks.report(0.03, "searching a first placement (upper bound)", force=True)
+        # local search pays off only when the exact pass is large
+        rounds = opts.local_search_rounds if n_ideals > 20_000 else 0
+        ub = upper_bound(ct.num, pred_masks, succs, common, orders=opts.heuristic_orders,
+                         rounds=rounds, limit=min(20_000, max(2_000, n_ideals // 8)), check=check)
+        stats.upper_bound = ub.value
+        return ub, (_placement_from_chain(prob, ct, ub.tables, classes, ub.chain) if ub.chain else None)
+    # a small exact pass needs no bound to prune it: one pass with no threshold, a first placement only if stopped
+    small = ids is not None and n_ideals <= SMALL_IDEALS
+    ub, incumbent = (None, None) if small else first_placement(hooks.check)
 
     def finish(assignment, status, message, value=None):
         bound = value if status == "optimal" else None
@@ -254,13 +294,18 @@ def solve(problem: Problem, opts: DPOptions, user_hooks: Hooks) -> SolverResult:
                             expected_value=value, lower_bound=bound, bound_set=BOUND_SET if bound is not None else None)
 
     try:
-        if ub.cancelled or ids is None:
+        if ids is None or (ub is not None and ub.cancelled):
             raise Cancelled()
         hooks.check()
         hooks.report(0.1, f"{ids.count:,} ideals; building tables", force=True)
         tables = recursion.Tables.build(ids, **common)
-        result = _threshold_passes(tables, lat, classes, ub.value, opts, stats, hooks)
+        if small:
+            result = _one_pass(tables, stats, hooks)
+        else:
+            result = _threshold_passes(tables, lat, classes, ub.value, opts, stats, hooks)
     except Cancelled:
+        if incumbent is None and small:
+            _, incumbent = first_placement(None)
         if incumbent is None:
             raise SolverError("dp: cancelled before any placement was found") from None
         if timed_out[0]:
@@ -309,6 +354,21 @@ def _lower_bound(lat: np.ndarray, classes: list[_Class]) -> float:
     per_node = np.where(np.isinf(per_node), 0.0, per_node)
     total = sum(cl.count for cl in classes)
     return max(float(per_node.max(initial=0.0)), float(per_node.sum()) / max(total, 1))
+
+
+def _one_pass(tables, stats: DPStats, hooks: Hooks):
+    """The exact pass with no threshold (small problems)."""
+    stats.passes += 1
+    stats.thresholds.append(math.inf)
+    message = f"DP pass 1 (no threshold, {tables.ideals.count:,} ideals)"
+    hooks.report(0.1, message, force=True)
+
+    def check(frac):
+        hooks.check()
+        hooks.report(0.1 + 0.89 * frac, message)
+    res = recursion.run(tables, math.inf, check=check)
+    stats.pairs += res.pairs
+    return res
 
 
 def _threshold_passes(tables, lat, classes, ub: float, opts: DPOptions, stats: DPStats, hooks: Hooks):
