@@ -62,7 +62,12 @@ def test_the_walk_finds_every_layer():
 
 @pytest.mark.parametrize("name", module_names())
 def test_docstring_examples_run(name, tmp_path, monkeypatch):
-    module = _import_or_skip(name)
+    import signal
+    sigint = signal.getsignal(signal.SIGINT)
+    try:   # importing viz_place.cli.entry takes over SIGINT (for the console script): not for the tests after
+        module = _import_or_skip(name)
+    finally:
+        signal.signal(signal.SIGINT, sigint)
     for req in getattr(module, "__doctest_requires__", ()):
         if importlib.util.find_spec(req) is None:
             pytest.skip(f"the examples of {name} need the optional package {req!r}")
