@@ -144,6 +144,10 @@ class PlacementEnv:
         firsts = [m[0] for m in self.members]
         self._start = np.array([(finish[i] - self.prob.lat[i, dev[i]]) / lat for i in firsts])
 
+    def resync(self) -> None:
+        """Recompute the objective after groups were moved directly (:func:`~.polish.polish`)."""
+        self._obj = self._objective_now()
+
     def move_group(self, g: int, d: int) -> None:
         for i in self.members[g]:
             self.inc.move(i, d)

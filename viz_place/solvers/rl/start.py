@@ -150,7 +150,8 @@ def random_start(env: PlacementEnv, rng: np.random.Generator, tries: int = 100) 
     return None
 
 
-def _value(env: PlacementEnv, dev: list[int]) -> float:
+def placement_value(env: PlacementEnv, dev: list[int]) -> float:
+    """The environment's objective of placement ``dev`` (from the shared evaluator)."""
     ev = evaluate_indices(env.prob, np.asarray(dev))
     return ev.latency if env.objective_name == "latency" else ev.max_load
 
@@ -205,4 +206,26 @@ def start_candidates(env: PlacementEnv) -> list[list[int]]:
     unique: dict[tuple[int, ...], list[int]] = {}
     for dev in candidates:
         unique.setdefault(tuple(dev), dev)
-    return sorted(unique.values(), key=lambda dev: _value(env, dev))     # stable: first of equals first
+    return sorted(unique.values(), key=lambda dev: placement_value(env, dev))     # stable: first of equals first
+
+
+def dp_start(problem, time_limit: float, cancel=None) -> list[int] | None:
+    """The ``dp`` solver's placement (the optimal pipeline split, or its best one when ``time_limit``
+    seconds or ``cancel`` cut it short) as another start, or ``None`` when the DP is not registered,
+    fails (its error is not the rl solver's) or gives no valid placement. Runs through the registry,
+    like the MILPs' warm starts: a cheap heuristic start, never a stored reference."""
+    from ...errors import VizPlaceError
+    from ..registry import is_available, run_solver
+    if not is_available("dp"):
+        return None
+    try:
+        p = run_solver("dp", problem.graph, problem.cluster, pins=problem.pins or None,
+                       options={"time_limit": max(0.1, float(time_limit))}, cancel=cancel)
+    except VizPlaceError:
+        return None
+    prob = problem.compiled
+    dev = prob.to_index_array(p)
+    ev = evaluate_indices(prob, dev, pins=problem.pins or None)
+    if ev.violations or not math.isfinite(ev.max_load):
+        return None
+    return dev.tolist()
