@@ -69,9 +69,11 @@ def polish(env: PlacementEnv, stop: Callable[[], bool] | None = None, rng: np.ra
     def where(g: int) -> int:
         return inc.dev[members[g][0]]
 
+    move = inc.shift
+
     def shift(g: int, d: int) -> None:
         for i in members[g]:
-            inc.move(i, d)
+            move(i, d)
 
     def fits(g: int, d: int, freed: float = 0.0) -> bool:
         return inc.memory[d] - freed + gsize[g] <= cap[d] * (1 + _TOL)
