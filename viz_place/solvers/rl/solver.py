@@ -80,6 +80,9 @@ class RLOptions(SolverOptions):
                                                    "time_limit)"})
     polish: bool = field(default=True, metadata={"help": "in sample/finetune modes (max_load), end every round "
                                                  "with a descent by group moves and swaps with the bottleneck"})
+    kicks: float = field(default=0.5, metadata={"help": "in sample/finetune modes, share of rounds that perturb "
+                                                "the best placement by moving a few random groups instead of a "
+                                                "sampled sweep", "min": 0.0, "max": 1.0})
     restart_after: int = field(default=8, metadata={"help": "after this many rounds without gain, one round "
                                                     "starts from another fill or a random placement (0 = never)",
                                                     "min": 0})
@@ -155,6 +158,20 @@ class _Run:
             return True
         return False
 
+    def kick(self) -> None:
+        """Perturb the current state: 2 to max(3, groups/15) random free groups to random devices with room."""
+        env, rng = self.env, self.rng
+        free = env.free_groups
+        k = min(len(free), int(rng.integers(2, max(3, len(free) // 15) + 1)))
+        for g in rng.choice(len(free), size=k, replace=False).tolist():
+            g = free[g]
+            cur = env.dev[env.members[g][0]]
+            room = [d for d in range(env.D) if d != cur and env.allowed[g, d] and
+                    env.inc.memory[d] + env.gsize[g] <= env.cap[d] * (1 + 1e-9)]
+            if room:
+                env.move_group(g, room[int(rng.integers(len(room)))])
+        env.resync()
+
     def _order(self, shuffled: bool):
         return self.rng.permutation(self.env.free_groups).tolist() if shuffled else None
 
@@ -220,6 +237,11 @@ class _Run:
                 n_restarts += 1
                 dev0 = starts[n_restarts] if n_restarts < len(starts) else random_start(self.env, self.rng)
                 self.env.reset(dev0 if dev0 is not None else self.best_dev)
+                gained = False
+            elif opts.kicks > 0 and self.rng.random() < opts.kicks:
+                # Perturb by a random kick of a few groups; then descend.
+                self.env.reset(self.best_dev)
+                self.kick()
                 gained = False
             else:
                 # Perturb: a sampled sweep from the best placement; then descend with greedy sweeps.
