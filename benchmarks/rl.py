@@ -126,8 +126,8 @@ def refresh(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="RL placer vs the best known non-contiguous placements")
     ap.add_argument("--budget", type=float, default=60.0, help="seconds of rl search per graph (default 60)")
-    ap.add_argument("--zero-budget", type=float, default=0.8,
-                    help="time_limit of the zero-shot column (default 0.8: the whole run stays within ~1 s)")
+    ap.add_argument("--zero-budget", type=float, default=0.7,
+                    help="time_limit of the zero-shot column (default 0.7: the whole run stays within 1 s)")
     ap.add_argument("--split-budget", type=float, default=10.0, help="seconds of search in table 2 (default 10)")
     ap.add_argument("--splits", default=",".join(DEFAULT_SPLITS), help="two-family training sets, 'a+b,c+d'; "
                     "'' skips table 2")

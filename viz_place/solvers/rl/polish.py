@@ -52,8 +52,35 @@ def _better(k: tuple[float, float], cur: tuple[float, float]) -> bool:
     return k[0] <= cur[0] + 1e-12 * scale and k[1] < cur[1] * (1 - 1e-12) - 1e-300
 
 
+def _plateau_swap(order, where, shift, fits, allowed, glat, comp, M, gsize, inc, cur, budget, rng, stop) -> int:
+    """Apply the first swap of two groups on different devices that improves ``cur`` (pairs pre-filtered by
+    compute: neither device may reach the bottleneck's load ``M``); returns the pairs evaluated."""
+    tried = 0
+    firsts = order if rng is None else rng.permutation(order).tolist()
+    for ia, a in enumerate(firsts):
+        x = where(a)
+        for c in firsts[ia + 1:]:
+            y = where(c)
+            if x == y or not (allowed[a, y] and allowed[c, x]):
+                continue
+            if comp[x] - glat[a, x] + glat[c, x] >= M or comp[y] - glat[c, y] + glat[a, y] >= M:
+                continue
+            if not (fits(a, y, gsize[c]) and fits(c, x, gsize[a])):
+                continue
+            shift(a, y)
+            shift(c, x)
+            tried += 1
+            if _better(_key(inc.loads), cur):
+                return tried
+            shift(c, y)
+            shift(a, x)
+            if tried >= budget or (stop is not None and tried % 128 == 0 and stop()):
+                return tried
+    return tried
+
+
 def polish(env: PlacementEnv, stop: Callable[[], bool] | None = None, rng: np.random.Generator | None = None,
-           *, max_passes: int = 10_000, swaps: bool = True) -> dict[str, int]:
+           *, max_passes: int = 10_000, swaps: bool = True, plateau: int = 20_000) -> dict[str, int]:
     """Descend from the current placement with moves and swaps (see the module docstring); the
     environment is left at the result. Returns counts: passes, moves and swaps applied, evaluations.
     Deterministic for a given ``rng`` state (``None``: groups in topological order)."""
@@ -146,6 +173,16 @@ def polish(env: PlacementEnv, stop: Callable[[], bool] | None = None, rng: np.ra
             cur = _key(inc.loads)
             out["swaps"] += 1
             improved = True
+        if not improved and plateau > 0:
+            # --- last resort: the first swap between any two devices that improves the key (up to
+            # ``plateau`` candidate pairs, in random order when an rng is given)
+            n_eval += _plateau_swap(order, where, shift, fits, allowed, glat, comp, M, gsize, inc, cur, plateau, rng,
+                                   stop)
+            k = _key(inc.loads)
+            if _better(k, cur):
+                cur = k
+                out["plateau_swaps"] = out.get("plateau_swaps", 0) + 1
+                improved = True
         if not improved:
             break
     env.evaluations += n_eval

@@ -186,7 +186,8 @@ class _Run:
                 self.cancelled = hooks.cancelled
                 break
             shuffled = k > 0 and opts.mode != "greedy" and opts.shuffle
-            res = sweep(self.env, policy, self.rng, greedy=True, stop=self.out_of_budget, order=self._order(shuffled))
+            stop = self.out_of_budget if opts.mode == "greedy" else self.stop_search
+            res = sweep(self.env, policy, self.rng, greedy=True, stop=stop, order=self._order(shuffled))
             self.sweeps += 1
             self.take(res)
             if k == 0:

@@ -219,14 +219,17 @@ def dp_start(problem, time_limit: float, cancel=None) -> list[int] | None:
     """The ``dp`` solver's placement (the optimal pipeline split, or its best one when ``time_limit``
     seconds or ``cancel`` cut it short) as another start, or ``None`` when the DP is not registered,
     fails (its error is not the rl solver's) or gives no valid placement. Runs through the registry,
-    like the MILPs' warm starts: a cheap heuristic start, never a stored reference."""
+    like the MILPs' warm starts: a cheap heuristic start, never a stored reference. The DP's own
+    upper-bound heuristics are cut to one order and no local search (same optimum; they do not
+    watch the clock, and the rl search does that job anyway)."""
     from ...errors import VizPlaceError
     from ..registry import is_available, run_solver
     if not is_available("dp"):
         return None
     try:
         p = run_solver("dp", problem.graph, problem.cluster, pins=problem.pins or None,
-                       options={"time_limit": max(0.1, float(time_limit))}, cancel=cancel)
+                       options={"time_limit": max(0.1, float(time_limit)), "local_search_rounds": 0,
+                                "heuristic_orders": 1}, cancel=cancel)
     except VizPlaceError:
         return None
     prob = problem.compiled
