@@ -11,7 +11,11 @@ it. :func:`polish` descends from the environment's current placement with
   device (memory checked for both after the exchange, supports and pins kept);
   candidates are pre-filtered by compute alone (the bottleneck must shed
   work, the other device must stay below the bottleneck's load), then
-  evaluated exactly,
+  evaluated exactly;
+* *plateau swaps*, only when neither of those improves: the first swap between
+  any two devices that improves (up to ``plateau`` candidate pairs per pass,
+  neither device may reach the bottleneck's load by compute alone): where all
+  devices sit near the same load, a better packing of the host's share needs such trades;
 
 accepting the best improving move of each kind, first by max-load then by the
 sum of squared loads (so ties between several bottleneck devices still make
