@@ -28,6 +28,7 @@ Then the training curves. Timings are wall seconds (the machine may be shared).
     .venv/bin/python benchmarks/rl.py                       # ~20 minutes
     .venv/bin/python benchmarks/rl.py --refresh-references --ref-time 240    # ~40 minutes
     .venv/bin/python benchmarks/rl.py --train-splits        # retrain the two-family policies, then run
+    .venv/bin/python benchmarks/rl.py --ablation            # the search's pieces one at a time, ~7 min
 """
 from __future__ import annotations
 
@@ -100,6 +101,34 @@ def curve(hist: list[dict], title: str, chunks: int = 8) -> None:
               f"{hist[min(lo + step, len(hist)) - 1]['best']:.4f}")
 
 
+#: the search's pieces, switched on one at a time (``--ablation``).
+ABLATION = {"sweeps + sampled rounds only": {"dp_start": False, "polish": False, "kicks": 0.0},
+            "+ polish": {"dp_start": False, "kicks": 0.0},
+            "+ kicks": {"dp_start": False},
+            "+ dp start (default)": {}}
+
+
+def ablation(args) -> int:
+    """Each graph with the search's pieces added one by one (``--ablation-budget`` seconds each)."""
+    records = read_references()
+    out: dict[str, list[float]] = {k: [] for k in ABLATION}
+    print(f"ablation: mode=finetune, {args.ablation_budget:g} s each, seed 0; ratio to the best known of "
+          "the stored reference and these runs")
+    print("graph  " + "  |  ".join(ABLATION))
+    for spec in SPECS:
+        g, cluster = spec.build()
+        ref, _ = checked_reference(spec, records.get(spec.key), g, cluster)
+        vals = [solve(g, cluster, {"mode": "finetune", "time_limit": args.ablation_budget, "seed": 0, **o})[0]
+                for o in ABLATION.values()]
+        best = min(v for v in (ref, *vals) if v is not None)
+        for k, v in zip(ABLATION, vals):
+            out[k].append(v / best)
+        print(spec.key + "  " + "  ".join(f"{v / best:.4f}" for v in vals), flush=True)
+    for k, v in out.items():
+        print(f"{k}: median {statistics.median(v):.4f}, worst {max(v):.4f}")
+    return 0
+
+
 def refresh(args) -> int:
     records = read_references()
     only = set(args.only.split(",")) if args.only else None
@@ -140,7 +169,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="", help="these graph keys only (comma-separated), e.g. "
                     "'chain_100_s1005@default'")
     ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
+    ap.add_argument("--ablation", action="store_true", help="instead: the search's pieces added one at a time")
+    ap.add_argument("--ablation-budget", type=float, default=10.0, help="seconds per run of --ablation (default 10)")
     args = ap.parse_args(argv)
+    if args.ablation:
+        return ablation(args)
     if args.refresh_references:
         return refresh(args)
     policy = load_policy(args.policy)
