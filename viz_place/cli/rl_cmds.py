@@ -33,6 +33,9 @@ def add_parsers(sub) -> None:
                    help="what the policy learns to minimise (throughput = max_load)")
     p.add_argument("--history", metavar="FILE", help="also write the training curve (JSON) here")
     p.add_argument("--rollouts", type=int, default=4, help="sampled sweeps per update (default 4)")
+    p.add_argument("--memory-bound", type=finite_number, default=0.0, metavar="SHARE",
+                   help="share of training graphs whose accelerators hold only 60-95%% of the weights "
+                        "(default 0; the shipped policy: 0.3)")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--workers", type=int, metavar="N",
                        help="run rollouts on N local Dask worker processes (0: per-rollout streams, in this process)")
@@ -54,7 +57,7 @@ def run_train(args) -> int:
     families = tuple(f.strip() for f in args.family.split(",") if f.strip())
     cfg = TrainConfig(families=families, sizes=parse_sizes(args.sizes), n_graphs=args.graphs,
                       updates=args.updates, seed=args.seed, minutes=args.minutes, objective=args.objective,
-                      rollouts=args.rollouts)
+                      rollouts=args.rollouts, memory_bound=args.memory_bound)
     every = max(1, cfg.updates // 20)
 
     def progress(ev) -> None:

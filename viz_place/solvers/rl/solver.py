@@ -1,7 +1,9 @@
 """The ``rl`` solver: place a graph with a trained policy (zero-shot, best-of-K, or fine-tuned).
 
-Starts from the best contiguous fill in topological order (:mod:`.start`), then improves it
-sweep by sweep:
+Starts from the best contiguous fill in topological order (:mod:`.start`) — in ``sample`` and
+``finetune`` modes also from the ``dp`` solver's optimal pipeline split (option ``dp_start``, at
+most a fifth of ``time_limit``; through the registry, like the MILPs' warm starts) — then
+improves it sweep by sweep:
 
 * ``mode="greedy"`` — ``sweeps`` greedy sweeps (one by default: the zero-shot placement);
 * ``mode="sample"`` — greedy sweeps until one stops helping, then rounds of one
@@ -13,6 +15,11 @@ sweep by sweep:
 * ``mode="finetune"`` (default) — like ``sample``, and every ``rollouts`` sampled
   sweeps also update a copy of the policy by REINFORCE on this graph, so later
   rounds use the fine-tuned policy.
+
+In ``sample`` and ``finetune`` modes (max-load), option ``polish`` ends the greedy sweeps and
+every round with :func:`~.polish.polish`: a descent by group moves and swaps with the bottleneck
+device on the incremental evaluator, which reaches what one-group moves cannot (memory-full
+accelerators, a bottleneck that must trade a heavy group for a light one).
 
 The best placement visited is returned; its ``claimed_value`` is computed by
 :func:`viz_place.solvers.run_solver` with the evaluator (the single source of truth). Its
@@ -42,7 +49,8 @@ from ..contract import Problem, SolverResult
 from .env import PlacementEnv
 from .policy import Policy, shipped_policy
 from .rollout import sweep
-from .start import random_start, start_candidates
+from .polish import polish
+from .start import placement_value, dp_start, random_start, start_candidates
 from .train import Learner
 
 
@@ -67,6 +75,14 @@ class RLOptions(SolverOptions):
                                                "(0 = search until the time limit)", "min": 0})
     shuffle: bool = field(default=True, metadata={"help": "in sample/finetune modes, greedy sweeps after the first "
                                                   "visit the groups in a random order (else topological)"})
+    dp_start: bool = field(default=True, metadata={"help": "in sample/finetune modes (max_load), also start from "
+                                                   "the dp solver's pipeline split (it may use a fifth of "
+                                                   "time_limit)"})
+    polish: bool = field(default=True, metadata={"help": "in sample/finetune modes (max_load), end every round "
+                                                 "with a descent by group moves and swaps with the bottleneck"})
+    kicks: float = field(default=0.5, metadata={"help": "in sample/finetune modes, share of rounds that perturb "
+                                                "the best placement by moving a few random groups instead of a "
+                                                "sampled sweep", "min": 0.0, "max": 1.0})
     restart_after: int = field(default=8, metadata={"help": "after this many rounds without gain, one round "
                                                     "starts from another fill or a random placement (0 = never)",
                                                     "min": 0})
@@ -130,6 +146,32 @@ class _Run:
             return True
         return False
 
+    def polish_here(self) -> bool:
+        """Descend from the current state by moves and swaps (option ``polish``, max-load only); keep the
+        result if it beats the best so far; whether it did."""
+        if not self.opts.polish or self.env.objective_name != "max_load" or self.stop_search():
+            return False
+        polish(self.env, self.stop_search, self.rng)
+        val = self.env.objective()
+        if val < self.best_val * (1 - 1e-12):
+            self.best_val, self.best_dev = val, list(self.env.dev)
+            return True
+        return False
+
+    def kick(self) -> None:
+        """Perturb the current state: 2 to max(3, groups/15) random free groups to random devices with room."""
+        env, rng = self.env, self.rng
+        free = env.free_groups
+        k = min(len(free), int(rng.integers(2, max(3, len(free) // 15) + 1)))
+        for g in rng.choice(len(free), size=k, replace=False).tolist():
+            g = free[g]
+            cur = env.dev[env.members[g][0]]
+            room = [d for d in range(env.D) if d != cur and env.allowed[g, d] and
+                    env.inc.memory[d] + env.gsize[g] <= env.cap[d] * (1 + 1e-9)]
+            if room:
+                env.move_group(g, room[int(rng.integers(len(room)))])
+        env.resync()
+
     def _order(self, shuffled: bool):
         return self.rng.permutation(self.env.free_groups).tolist() if shuffled else None
 
@@ -144,7 +186,8 @@ class _Run:
                 self.cancelled = hooks.cancelled
                 break
             shuffled = k > 0 and opts.mode != "greedy" and opts.shuffle
-            res = sweep(self.env, policy, self.rng, greedy=True, stop=self.out_of_budget, order=self._order(shuffled))
+            stop = self.out_of_budget if opts.mode == "greedy" else self.stop_search
+            res = sweep(self.env, policy, self.rng, greedy=True, stop=stop, order=self._order(shuffled))
             self.sweeps += 1
             self.take(res)
             if k == 0:
@@ -179,6 +222,8 @@ class _Run:
             learner = Learner(policy.copy(), lr=opts.lr, gamma=0.95, clip=1.0, baseline_decay=0.8,
                               rollouts=opts.rollouts, seed=opts.seed)
         pol = policy if learner is None else learner.policy
+        self.env.reset(self.best_dev)
+        self.polish_here()
         n_samples, last_gain, batch = 0, 0, []
         quiet = 0      # rounds without gain since the last gain or restart
         n_restarts = 0
@@ -194,6 +239,11 @@ class _Run:
                 dev0 = starts[n_restarts] if n_restarts < len(starts) else random_start(self.env, self.rng)
                 self.env.reset(dev0 if dev0 is not None else self.best_dev)
                 gained = False
+            elif opts.kicks > 0 and self.rng.random() < opts.kicks:
+                # Perturb by a random kick of a few groups; then descend.
+                self.env.reset(self.best_dev)
+                self.kick()
+                gained = False
             else:
                 # Perturb: a sampled sweep from the best placement; then descend with greedy sweeps.
                 self.env.reset(self.best_dev)
@@ -204,6 +254,9 @@ class _Run:
             n_samples += 1
             descended, reached = self.descend(pol)
             gained = descended or gained
+            gained = self.polish_here() or gained
+            if self.opts.polish and self.env.objective_name == "max_load":
+                reached = min(reached, self.env.objective())
             round_val = min(round_val, reached)
             if gained:
                 last_gain, quiet = n_samples, 0
@@ -231,6 +284,12 @@ def solve(problem: Problem, opts: RLOptions, hooks: Hooks) -> SolverResult:
     pin_idx = {graph.index[n]: cluster.device_index(d) for n, d in problem.pins.items()}
     env = PlacementEnv(problem.compiled, pin_idx, objective=opts.objective, shaping=opts.shaping)
     starts = start_candidates(env)
+    start_from = "fill"
+    if opts.dp_start and opts.mode in ("sample", "finetune") and env.objective_name == "max_load":
+        dev = dp_start(problem, opts.time_limit / 5, cancel=lambda: hooks.cancelled or watch.elapsed > opts.time_limit / 5)
+        if dev is not None and tuple(dev) not in {tuple(s) for s in starts}:
+            starts = sorted([*starts, dev], key=lambda d: placement_value(env, d))
+            start_from = "dp" if starts[0] is dev else start_from
     run = _Run(env, opts, hooks, watch, starts[0])
     first_val = run.best_val
     zero_shot = run.greedy_sweeps(policy)
@@ -241,6 +300,6 @@ def solve(problem: Problem, opts: RLOptions, hooks: Hooks) -> SolverResult:
     msg = (f"start (contiguous fill) {first_val:.6g}, zero-shot {zero_shot:.6g}, best {best_val:.6g} after "
            f"{run.sweeps} sweeps and {env.evaluations} evaluations")
     stats = {"start": first_val, "zero_shot": zero_shot, "greedy": greedy_val, "best": best_val, "sweeps": run.sweeps,
-             "evaluations": env.evaluations}
+             "evaluations": env.evaluations, "start_from": start_from}
     return SolverResult(np.asarray(run.best_dev, dtype=np.int64), status="cancelled" if run.cancelled else "heuristic",
                         message=msg, stats=stats)

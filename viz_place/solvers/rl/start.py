@@ -46,11 +46,13 @@ def device_orders(env: PlacementEnv, limit: int = 5) -> list[list[int]]:
 
 
 def threshold_fill(env: PlacementEnv, T: float, order: list[int] | None = None,
-                   fixed: dict[int, int] | None = None) -> list[int] | None:
+                   fixed: dict[int, int] | None = None, rotate: int = 0) -> list[int] | None:
     """Contiguous fill with compute at most ``T`` per device (see module docstring); ``None`` if it fails.
 
     ``order`` is the order devices are filled in (default: accelerators, then hosts);
-    ``fixed`` maps groups to devices placed beforehand (like pins).
+    ``fixed`` maps groups to devices placed beforehand (like pins); ``rotate`` > 0 starts the walk at that
+    group and wraps around, so the first device filled takes the end and the start of the order
+    (a non-contiguous placement with one piece fewer cut than a split at the same two points).
     """
     prob = env.prob
     if order is None:
@@ -70,7 +72,8 @@ def threshold_fill(env: PlacementEnv, T: float, order: list[int] | None = None,
             for i in env.members[g]:
                 dev[i] = d
     pos = 0
-    for g in range(len(env.members)):
+    G = len(env.members)
+    for g in (range(G) if not rotate else [*range(rotate % G, G), *range(rotate % G)]):
         if env.pinned[g] >= 0 or g in fixed:
             continue
         size = env.gsize[g]
@@ -150,7 +153,8 @@ def random_start(env: PlacementEnv, rng: np.random.Generator, tries: int = 100) 
     return None
 
 
-def _value(env: PlacementEnv, dev: list[int]) -> float:
+def placement_value(env: PlacementEnv, dev: list[int]) -> float:
+    """The environment's objective of placement ``dev`` (from the shared evaluator)."""
     ev = evaluate_indices(env.prob, np.asarray(dev))
     return ev.latency if env.objective_name == "latency" else ev.max_load
 
@@ -175,29 +179,32 @@ def start_candidates(env: PlacementEnv) -> list[list[int]]:
             pass
     work = np.where(env.allowed, env.glat, np.inf).min(axis=1)
     floor = max(float(work.sum()) / max(env.D, 1), float(work.max(initial=0.0)))
-    variants = [(order, None) for order in device_orders(env)]
+    variants = [(order, None, 0) for order in device_orders(env)]
     for slack in (0.97, 0.93, 0.88):
         fixed = host_relief(env, slack)
         if fixed:
-            variants.append((device_orders(env)[0], fixed))
-    for order, fixed in variants:
-        loose = threshold_fill(env, math.inf, order, fixed)
+            variants.append((device_orders(env)[0], fixed, 0))
+    G = len(env.members)
+    if G >= 8:      # wrap-around fills: the first device takes both ends of the order
+        variants += [(variants[0][0], variants[-1][1], round(G * f)) for f in (0.1, 0.2, 0.3)]
+    for order, fixed, rotate in variants:
+        loose = threshold_fill(env, math.inf, order, fixed, rotate)
         if loose is None:
             continue
         candidates.append(loose)
         lo, hi = floor, max(evaluate_indices(env.prob, np.asarray(loose)).max_load, floor)
-        if threshold_fill(env, lo, order, fixed) is not None:
+        if threshold_fill(env, lo, order, fixed, rotate) is not None:
             hi = lo
         for _ in range(30):
             if hi - lo <= 1e-4 * hi:
                 break
             mid = (lo + hi) / 2
-            if threshold_fill(env, mid, order, fixed) is None:
+            if threshold_fill(env, mid, order, fixed, rotate) is None:
                 lo = mid
             else:
                 hi = mid
         for f in (1.0, 1.02, 1.05, 1.1, 1.2):
-            dev = threshold_fill(env, hi * f, order, fixed)
+            dev = threshold_fill(env, hi * f, order, fixed, rotate)
             if dev is not None:
                 candidates.append(dev)
     if not candidates:
@@ -205,4 +212,29 @@ def start_candidates(env: PlacementEnv) -> list[list[int]]:
     unique: dict[tuple[int, ...], list[int]] = {}
     for dev in candidates:
         unique.setdefault(tuple(dev), dev)
-    return sorted(unique.values(), key=lambda dev: _value(env, dev))     # stable: first of equals first
+    return sorted(unique.values(), key=lambda dev: placement_value(env, dev))     # stable: first of equals first
+
+
+def dp_start(problem, time_limit: float, cancel=None) -> list[int] | None:
+    """The ``dp`` solver's placement (the optimal pipeline split, or its best one when ``time_limit``
+    seconds or ``cancel`` cut it short) as another start, or ``None`` when the DP is not registered,
+    fails (its error is not the rl solver's) or gives no valid placement. Runs through the registry,
+    like the MILPs' warm starts: a cheap heuristic start, never a stored reference. The DP's own
+    upper-bound heuristics are cut to one order and no local search (same optimum; they do not
+    watch the clock, and the rl search does that job anyway)."""
+    from ...errors import VizPlaceError
+    from ..registry import is_available, run_solver
+    if not is_available("dp"):
+        return None
+    try:
+        p = run_solver("dp", problem.graph, problem.cluster, pins=problem.pins or None,
+                       options={"time_limit": max(0.1, float(time_limit)), "local_search_rounds": 0,
+                                "heuristic_orders": 1}, cancel=cancel)
+    except VizPlaceError:
+        return None
+    prob = problem.compiled
+    dev = prob.to_index_array(p)
+    ev = evaluate_indices(prob, dev, pins=problem.pins or None)
+    if ev.violations or not math.isfinite(ev.max_load):
+        return None
+    return dev.tolist()

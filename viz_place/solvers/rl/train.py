@@ -42,7 +42,9 @@ class TrainConfig:
 
     ``sizes`` is the (min, max) approximate node count of generated graphs;
     ``training_fraction`` the share of graphs with backward twins; ``vary_devices``
-    varies the accelerator count (2–6) and memory so the policy sees many device sets.
+    varies the accelerator count (2–6) and memory so the policy sees many device sets;
+    ``memory_bound`` is the share of graphs (with ``vary_devices``) whose accelerators together hold only
+    60–95% of the weights, so the rest must go to the host — where non-contiguous placements win most.
     """
 
     families: tuple[str, ...] = ("residual", "transformer")
@@ -50,6 +52,7 @@ class TrainConfig:
     n_graphs: int = 24
     training_fraction: float = 0.25
     vary_devices: bool = True
+    memory_bound: float = 0.0
     updates: int = 300
     rollouts: int = 4
     lr: float = 3e-3
@@ -77,10 +80,14 @@ class TrainConfig:
         for name, lo_ok in (("n_graphs", 1), ("updates", 1), ("rollouts", 1)):
             if int(getattr(self, name)) < lo_ok:
                 raise SolverError(f"train: {name} must be >= {lo_ok}, got {getattr(self, name)}")
-        for name in ("lr", "entropy", "gamma", "clip", "baseline_decay", "training_fraction", "shaping"):
+        for name in ("lr", "entropy", "gamma", "clip", "baseline_decay", "training_fraction", "shaping",
+                     "memory_bound"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
                 raise SolverError(f"train: {name} must be a finite number >= 0, got {v!r}")
+        if self.memory_bound > 1:
+            raise SolverError(f"train: memory_bound is a share of the graphs, at most 1, got {self.memory_bound!r}",
+                              field="memory_bound")
         if self.minutes is not None and not (self.minutes > 0):
             raise SolverError(f"train: minutes must be > 0, got {self.minutes!r}")
         object.__setattr__(self, "objective", OBJECTIVE_ALIASES.get(self.objective, self.objective))
@@ -104,6 +111,8 @@ def graph_pool(cfg: TrainConfig) -> list[tuple[Any, Cluster]]:
             total = sum(nd.size for nd in g.nodes())
             mem = float(np.ceil(total / max(count - 1, 1) * rng.uniform(1.0, 1.6)))
             cluster = Cluster.paper(count, 1, mem if rng.random() < 0.8 else None)
+            if cfg.memory_bound > 0 and rng.random() < cfg.memory_bound:     # drawn only then: old pools unchanged
+                cluster = Cluster.paper(count, 1, float(np.ceil(total * rng.uniform(0.6, 0.95) / count)))
         pool.append((g, cluster))
     return pool
 
@@ -199,7 +208,8 @@ def train_policy(cfg: TrainConfig, *, policy: Policy | None = None, progress=Non
         policy = Policy.new(hidden=tuple(cfg.hidden), seed=cfg.seed)
         fit_input_scaling(policy, envs, fills, cfg.seed)
     policy.meta.update({"families": list(cfg.families), "sizes": list(cfg.sizes), "objective": cfg.objective,
-                        "seed": cfg.seed, "updates": cfg.updates})
+                        "seed": cfg.seed, "updates": cfg.updates, "memory_bound": cfg.memory_bound,
+                        "n_graphs": cfg.n_graphs})
     learner = Learner(policy, lr=cfg.lr, gamma=cfg.gamma, clip=cfg.clip, baseline_decay=cfg.baseline_decay,
                       rollouts=cfg.rollouts, seed=cfg.seed)
     best_dev: list[list[int]] = [list(f) for f in fills]
