@@ -104,10 +104,11 @@ class IlpOptions(MilpOptions):
     objective: str = field(default="max_load", metadata={
         "help": "max_load, or max_forward_plus_max_backward (training: max forward load + max backward load)",
         "choices": OBJECTIVES, "aliases": OBJECTIVE_ALIASES})
-    bound_phase: float = field(default=0.2, metadata={
+    bound_phase: float = field(default=0.0, metadata={
         "help": "share of the time limit for a first integer program in which only the largest groups are "
                 "integral (a relaxation: its bound holds for every placement and lifts the main model's); "
-                "0 = off; skipped when few groups are small", "min": 0.0, "max": 0.8})
+                "0 = off (the default: on the published graphs it proved nothing beyond the packing floor)",
+        "min": 0.0, "max": 0.8})
     overlap: bool = field(default=False, metadata={
         "help": "communication overlaps compute: a device's load is max(compute, communication) (the paper's "
                 "Appendix G; the value is then evaluate(..., overlap=True))"})
