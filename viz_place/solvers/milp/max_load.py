@@ -28,7 +28,16 @@ Placement of DNN Graph Operators*), generalised to device classes and pins:
   ``z[v, d] <= x(v, d) - x(u, d) + 1``), which lets two devices feed each
   other in a cycle (a larger set: its optimum can be lower);
 * symmetry breaking among identical, unpinned devices of one class: device
-  ``k`` may take a group only if device ``k - 1`` already holds an earlier one.
+  ``k`` may take a group only if device ``k - 1`` already holds an earlier one;
+* a proven **floor** on ``T``: :func:`~viz_place.cost.bounds.simple_lower_bound`
+  (largest unit, total work, and the packing arguments of
+  :mod:`viz_place.cost.packing`: pigeonhole, packing, an exact packing check of
+  the largest units, volume after what the slow devices can absorb). Groups are
+  indivisible, which the LP relaxation cannot see: on the published layer graphs
+  this floor, not branching, is what closes most of the gap;
+* optionally (``bound_phase``) a first MILP with only the largest groups
+  integral — a relaxation, so its bound lifts the floor; off by default (it
+  added nothing measurable on the published graphs).
 
 The MILP is warm-started from the DP (solver ``dp``, when registered) and the
 heuristic baselines; the value returned is always the evaluator's figure for
