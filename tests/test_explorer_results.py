@@ -362,3 +362,24 @@ def test_compare_shows_gap_bound_and_source(capsys):
     code = main(["compare", "chain", "--solvers", "dp,topo-fill"])
     out = capsys.readouterr().out
     assert code == 0 and "gap" in out and "best lower bound over all placements" in out
+
+
+def test_milp_progress_streams_bound_and_gap_live():
+    """While ilp-noncontig runs, the status line shows incumbent, bound and gap, and the solver curve
+    draws the incumbent and the proven bound over time (seconds); the bound never decreases and never
+    exceeds the value of the placement that comes back."""
+    pytest.importorskip("highspy")
+    ex = PlacementExplorer("residual", load_bokehjs=False)
+    live: list[str] = []
+    ex.solver.status.observe(lambda ch: live.append(ch["new"]), "value")
+    ex.run("ilp-noncontig", {"time_limit": 3.0, "backend": "highs"})
+    running = [s for s in live if s.startswith("running")]
+    assert any("incumbent" in s and "bound" in s and "gap" in s for s in running), running[-5:]
+    d = ex.solver.curve.curve.data
+    bounds = [(t, b) for t, b in zip(d["episode"], d["bound"]) if math.isfinite(b)]
+    best = [b for b in d["best"] if math.isfinite(b)]
+    assert len(bounds) >= 2 and best, d
+    assert all(t2 >= t1 and b2 >= b1 * (1 - 1e-7) for (t1, b1), (t2, b2) in zip(bounds, bounds[1:]))
+    value = ex.history[-1]["value"]
+    assert bounds[-1][1] <= value * (1 + 1e-6) and min(best) >= value * (1 - 1e-5) - 1e-9
+    assert ex.solver.curve_widget.layout.display != "none"

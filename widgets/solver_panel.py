@@ -4,7 +4,9 @@ Solvers come from the registry (:func:`viz_place.solvers.list_solvers`), so a
 newly registered one appears after ``refresh``. A run happens in a background
 thread; a failing solve shows why and keeps the current placement. Progress
 reports with ``data={"episode" (or "sweep"), "objective", "best"}`` (the RL
-solver and trainer) draw a live training curve.
+solver and trainer) draw a live training curve; a MILP's reports
+(``data={"seconds", "best", "bound", "gap"}``) draw its incumbent and proven bound
+over time, and the status line shows incumbent, bound and gap as they improve.
 
 >>> from viz_place.samples import make_graph
 >>> from viz_place.widgets.state import ExplorerState
@@ -157,6 +159,9 @@ class SolverPanel:
             bits.append(f"incumbent {fmt(p.incumbent)}")
         if p.bound is not None:
             bits.append(f"bound {fmt(p.bound)}")
+        gap = live_gap(p.incumbent, p.bound)
+        if gap is not None:
+            bits.append(f"gap {format_gap(gap)}")
         if bits:
             self.status.value = "running\u2026 " + " &middot; ".join(bits)
         point = curve_point(p.data or {})
@@ -164,6 +169,18 @@ class SolverPanel:
             stream_curve(self.curve, point)
             if self.curve_widget.layout.display == "none":
                 self.curve_widget.layout.display = None
+
+
+def live_gap(incumbent: float | None, bound: float | None) -> float | None:
+    """The gap of a running solve, as the explorer states every gap (``value / bound - 1``,
+    :mod:`viz_place.results`); ``None`` unless both are known and the bound is positive.
+
+    >>> round(live_gap(10.5, 10.0), 6), live_gap(10.0, None), live_gap(3.0, 0.0)
+    (0.05, None, None)
+    """
+    if incumbent is None or bound is None or not (math.isfinite(incumbent) and math.isfinite(bound)) or bound <= 0:
+        return None
+    return max(0.0, incumbent / bound - 1.0)
 
 
 def best_known_for(state, name: str, options) -> float | None:
@@ -207,12 +224,27 @@ def curve_point(data) -> dict | None:
     {'episode': 3, 'objective': nan, 'best': 2.0}
     >>> curve_point({"fraction": 0.5}) is None
     True
+
+    A MILP's report (:func:`viz_place.solvers.milp.backends.progress_data`): seconds, incumbent,
+    bound — the bound is drawn as its own line (before any incumbent, the bound alone):
+
+    >>> curve_point({"seconds": 1.5, "best": 10.0, "bound": 9.0, "gap": 0.1})
+    {'episode': 1.5, 'objective': nan, 'best': 10.0, 'bound': 9.0}
+    >>> curve_point({"seconds": 0.5, "best": float("nan"), "bound": 7.0, "gap": float("nan")})
+    {'episode': 0.5, 'objective': nan, 'best': nan, 'bound': 7.0}
     """
-    x = next((data[k] for k in ("episode", "sweep", "update", "iteration") if k in data), None)
+    x = next((data[k] for k in ("episode", "sweep", "update", "iteration", "seconds") if k in data), None)
     obj = data.get("objective", math.nan)        # missing = no point on the episode line (not a copy of best)
     best = data.get("best", obj)
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (x, obj, best)):
+    bound = data.get("bound")
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+               for v in (x, obj, best) + (() if bound is None else (bound,))):
         return None
-    if not (math.isfinite(x) and math.isfinite(best)):
+    has_bound = bound is not None and math.isfinite(bound)
+    if not (math.isfinite(x) and (math.isfinite(best) or has_bound)):
         return None
-    return {"episode": x, "objective": obj if math.isfinite(obj) else math.nan, "best": best}
+    point = {"episode": x, "objective": obj if math.isfinite(obj) else math.nan,
+             "best": best if math.isfinite(best) else math.nan}
+    if bound is not None:
+        point["bound"] = bound if has_bound else math.nan
+    return point

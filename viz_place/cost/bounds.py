@@ -1,4 +1,4 @@
-"""Lower bounds that hold for every valid placement, computed in linear time.
+"""Lower bounds that hold for every valid placement, computed in near-linear time.
 
 :func:`simple_lower_bound` returns ``(value, source_text)``: no placement of the
 graph on the cluster that keeps every op on a device that supports it and every
@@ -14,7 +14,10 @@ objective. The bounds, for ``"max_load"``:
   (latency times speed, at the group's best kind) takes ``w / s``; the loads of
   all devices that can run anything add up to at least the total work, so the
   max-load is at least total work / their total speed; and at least the sum of
-  the groups' fastest latencies / the number of such devices.
+  the groups' fastest latencies / the number of such devices;
+* **packing** (:mod:`.packing`) — groups are indivisible: pigeonhole and
+  bin-packing arguments over a subset of the devices (e.g. the accelerators,
+  when the CPU is too slow to take a group below the bound).
 
 Communication only adds to a load, so these hold with or without it (and with
 ``overlap``). ``"max_forward_plus_max_backward"`` is at least the max-load, so it
@@ -42,6 +45,7 @@ import numpy as np
 
 from ..model import Cluster, OpGraph, canonical_objective
 from .compiled import compile_problem
+from .packing import packing_lower_bound
 
 
 def _group_name(prob, g: int) -> str:
@@ -65,9 +69,12 @@ def _group_latencies(prob) -> np.ndarray:
     return out
 
 
-def simple_lower_bound(graph: OpGraph, cluster: Cluster, objective: str = "max_load") -> tuple[float, str]:
+def simple_lower_bound(graph: OpGraph, cluster: Cluster, objective: str = "max_load", *,
+                       exact_nodes: int = 2000) -> tuple[float, str]:
     """``(value, source_text)``: a lower bound on ``objective`` over every valid placement (see the module
-    docstring); ``inf`` when no valid placement exists (a group fits on no device)."""
+    docstring); ``inf`` when no valid placement exists (a group fits on no device). ``exact_nodes``: the
+    search budget of the exact packing checks (:func:`~viz_place.cost.packing.packing_lower_bound`; the
+    MILPs spend more)."""
     objective = canonical_objective(objective)
     prob = compile_problem(graph, cluster)
     if prob.n == 0:
@@ -93,10 +100,32 @@ def simple_lower_bound(graph: OpGraph, cluster: Cluster, objective: str = "max_l
                        f"{int(usable.sum())} devices that can run anything"))
     candidates.append((float(best.sum()) / int(usable.sum()),
                        f"sum of fastest latencies {best.sum():.6g} / {int(usable.sum())} devices that can run anything"))
+    base = max(c[0] for c in candidates)
+    for in_a, what in _device_splits(prob, cluster, usable):
+        v, why = packing_lower_bound(glat[:, usable], in_a, base, exact_nodes=exact_nodes)
+        if v > base * (1 + 1e-12):
+            candidates.append((v, f"{why} ({what}; at least {v:.6g})"))
     value, text = max(candidates, key=lambda t: t[0])
     if objective == "max_forward_plus_max_backward":
         text += " (max forward + max backward load >= max-load)"
     return value, text
+
+
+def _device_splits(prob, cluster: Cluster, usable: np.ndarray):
+    """Device subsets ``A`` for :func:`~viz_place.cost.packing.packing_lower_bound` (masks over the usable
+    devices): all of them, the communication-paying ones, and each device class."""
+    names = [c.name for c in cluster.classes]
+    cls = prob.device_class[usable]
+    pays = prob.pays[usable]
+    out = [(np.ones(int(usable.sum()), dtype=bool), "all devices")]
+    if pays.any() and not pays.all():
+        out.append((pays.copy(), "the devices that pay communication"))
+    if len(set(cls.tolist())) > 1:
+        for c in sorted(set(cls.tolist())):
+            m = cls == c
+            if not (pays.any() and not pays.all() and (m == pays).all()):
+                out.append((m, f"the {names[c]} devices"))
+    return out
 
 
 def _latency_bound(prob, glat: np.ndarray) -> tuple[float, str]:

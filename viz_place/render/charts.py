@@ -161,13 +161,15 @@ class CurveView:
 def curve_view() -> CurveView:
     """A live training curve (episode vs objective and best so far) with a reference line at
     the best known value."""
-    src = ColumnDataSource({"episode": [], "objective": [], "best": []})
+    src = ColumnDataSource({"episode": [], "objective": [], "best": [], "bound": []})
     f = figure(height=220, width=440, title="solver curve (green dashed = best known before this run)",
-               x_axis_label="episode / sweep", y_axis_label="objective", tools="pan,wheel_zoom,reset",
+               x_axis_label="episode / sweep / seconds", y_axis_label="objective", tools="pan,wheel_zoom,reset",
                output_backend="canvas", x_range=Range1d(0, 1), y_range=Range1d(0, 1))
     f.line("episode", "objective", source=src, line_alpha=0.7, legend_label="episode")
     f.scatter("episode", "objective", source=src, size=3, alpha=0.7)
     f.line("episode", "best", source=src, line_color="#d62728", line_width=2, legend_label="best")
+    f.line("episode", "bound", source=src, line_color="#1f77b4", line_width=2, line_dash="dotted",
+           legend_label="proven bound")
     ref = Span(location=None, dimension="width", line_color=REFERENCE_COLOUR, line_dash="dashed", line_width=1.5)
     f.add_layout(ref)
     f.legend.location = "top_right"
@@ -176,18 +178,19 @@ def curve_view() -> CurveView:
 
 def reset_curve(view: CurveView, *, best_known: float | None = None) -> None:
     """Empty the curve for a new run; the reference line at ``best_known`` (or none)."""
-    view.curve.data = {"episode": [], "objective": [], "best": []}
+    view.curve.data = {"episode": [], "objective": [], "best": [], "bound": []}
     view.best_known.location = best_known if _finite(best_known) else None
     _set_range(view.figure.x_range, (0.0, 1.0))
     _set_range(view.figure.y_range, padded_range([best_known] if _finite(best_known) else []))
 
 
 def stream_curve(view: CurveView, point: Mapping[str, float]) -> None:
-    """Append one point; widen the ranges only when it falls outside them."""
-    view.curve.stream({k: [point[k]] for k in ("episode", "objective", "best")})
+    """Append one point (``bound``: a MILP's proven bound, ``nan`` when absent); widen the ranges
+    only when it falls outside them."""
+    view.curve.stream({k: [point.get(k, math.nan)] for k in ("episode", "objective", "best", "bound")})
     d = view.curve.data
     xs = list(d["episode"])
-    ys = [y for y in list(d["objective"]) + list(d["best"]) if _finite(y)]
+    ys = [y for y in list(d["objective"]) + list(d["best"]) + list(d["bound"]) if _finite(y)]
     if _finite(view.best_known.location):
         ys.append(view.best_known.location)
     xr, yr = view.figure.x_range, view.figure.y_range

@@ -219,6 +219,12 @@ class Hooks:
             raise SolverError("cancel must be a threading.Event or a callable returning bool")
         self._last = 0.0
         self._min_interval = min_interval
+        self.started = time.monotonic()
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds since these hooks were made (the start of the run, for progress over time)."""
+        return time.monotonic() - self.started
 
     @property
     def cancelled(self) -> bool:
@@ -228,7 +234,9 @@ class Hooks:
         """Hooks reporting to the same progress function that also count as cancelled when ``stop()``
         is true (a solver's own time limit)."""
         outer = self._cancel
-        return Hooks(self._progress, lambda: bool(outer()) or bool(stop()), min_interval=self._min_interval)
+        hooks = Hooks(self._progress, lambda: bool(outer()) or bool(stop()), min_interval=self._min_interval)
+        hooks.started = self.started
+        return hooks
 
     @property
     def cancel_fn(self) -> Callable[[], bool]:

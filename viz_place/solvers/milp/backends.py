@@ -61,6 +61,9 @@ class MilpOptions(SolverOptions):
                                                   "choices": BACKENDS})
     warm_start: bool = field(default=True, metadata={"help": "start from the DP and the heuristic baselines"})
     symmetry_breaking: bool = field(default=True, metadata={"help": "order identical unpinned devices of a class"})
+    threads: int = field(default=0, metadata={
+        "help": "threads the back-end may use (0 = its default: HiGHS automatic, CBC 1); 1 shares a busy "
+                "machine best", "min": 0, "max": 64})
 
 
 #: Extra seconds after the time limit before the adapter stops a back-end itself.
@@ -150,11 +153,12 @@ def relative_gap(value: float | None, bound: float | None) -> float | None:
 
 def solve_milp(lp: pulp.LpProblem, *, backend: str = "cbc", time_limit: float | None = None, gap: float = 0.0,
                warm_start: Mapping[str, float] | None = None, hooks: Hooks | None = None,
-               threads: int = 1) -> MilpResult:
+               threads: int = 0) -> MilpResult:
     """Solve ``lp`` (a minimisation) and return a :class:`MilpResult`.
 
     ``warm_start`` maps variable names to values (integer variables suffice).
-    ``hooks`` receives progress and is polled for cancel.
+    ``hooks`` receives progress and is polled for cancel. ``threads``: 0 = the
+    back-end's default (HiGHS automatic, CBC 1).
     """
     hooks = hooks or Hooks()
     name = resolve_backend(backend)
@@ -165,7 +169,7 @@ def solve_milp(lp: pulp.LpProblem, *, backend: str = "cbc", time_limit: float | 
         res = _solve_highs(lp, time_limit, gap, warm_start, hooks, threads)
     else:
         from .cbc import solve_cbc
-        res = solve_cbc(lp, time_limit, gap, warm_start, hooks, threads)
+        res = solve_cbc(lp, time_limit, gap, warm_start, hooks, threads or 1)
     res.seconds = time.perf_counter() - start
     if res.has_solution:
         g = res.gap
@@ -182,12 +186,37 @@ def _num(text: str) -> float | None:
     return v if math.isfinite(v) and abs(v) < 1e49 else None
 
 
+def progress_data(seconds: float, incumbent: float | None, bound: float | None) -> dict:
+    """The ``data`` of a MILP progress report: seconds since the run started, incumbent,
+    bound and their relative gap ``(incumbent - bound) / incumbent`` (``nan`` when unknown) — the
+    explorer draws incumbent and bound over time from it.
+
+    >>> progress_data(2.0, 10.0, 9.5)
+    {'seconds': 2.0, 'best': 10.0, 'bound': 9.5, 'gap': 0.05}
+    >>> progress_data(1.0, None, 3.0)["gap"]
+    nan
+    """
+    g = relative_gap(incumbent, bound)
+    return {"seconds": float(seconds), "best": math.nan if incumbent is None else float(incumbent),
+            "bound": math.nan if bound is None else float(bound), "gap": math.nan if g is None else g}
+
+
+def progress_text(incumbent: float | None, bound: float | None) -> str:
+    """``MILP: best 10, bound 9.5, gap 5%`` (the parts known so far).
+
+    >>> progress_text(10.0, 9.5), progress_text(None, 3.0)
+    ('MILP: best 10, bound 9.5, gap 5%', 'MILP: no solution yet, bound 3')
+    """
+    g = relative_gap(incumbent, bound)
+    return "MILP: " + (f"best {incumbent:.6g}" if incumbent is not None else "no solution yet") + \
+        (f", bound {bound:.6g}" if bound is not None else "") + (f", gap {100 * g:.3g}%" if g is not None else "")
+
+
 def _report(hooks: Hooks, t0: float, time_limit, incumbent, bound, force: bool = False) -> None:
     elapsed = time.perf_counter() - t0
     frac = min(1.0, elapsed / time_limit) if time_limit else None
-    msg = "MILP: " + (f"best {incumbent:.6g}" if incumbent is not None else "no solution yet") + \
-          (f", bound {bound:.6g}" if bound is not None else "")
-    hooks.report(frac, msg, incumbent=incumbent, bound=bound, force=force)
+    hooks.report(frac, progress_text(incumbent, bound), incumbent=incumbent, bound=bound, force=force,
+                 data=progress_data(hooks.elapsed, incumbent, bound))
 
 
 # --------------------------------------------------------------------------- HiGHS
@@ -274,6 +303,8 @@ def _solve_highs(lp, time_limit, gap, warm_start, hooks: Hooks, threads: int) ->
     h.setOptionValue("mip_rel_gap", float(gap))
     h.setOptionValue("mip_abs_gap", 1e-9)
     h.setOptionValue("random_seed", 0)
+    if threads:
+        h.setOptionValue("threads", int(threads))
     if time_limit is not None:
         h.setOptionValue("time_limit", max(0.05, float(time_limit) - (time.perf_counter() - t_enter)))
     h.passModel(model)

@@ -316,6 +316,7 @@ def solve(problem: Problem, opts: LatencyIlpOptions, hooks: Hooks) -> SolverResu
             for (v, s_), var in X.items():
                 start_values[var.name] = float(slot_of.get(v) == s_)
     res = solve_milp(lp, backend=opts.backend, time_limit=max(0.1, opts.time_limit - watch.elapsed), gap=opts.gap,
+                     threads=opts.threads,
                      warm_start=start_values, hooks=hooks)
     if res.status == "infeasible" and warm is None:
         raise InfeasibleError(f"infeasible: {memory_diagnosis(prob, allowed)}"

@@ -28,7 +28,16 @@ Placement of DNN Graph Operators*), generalised to device classes and pins:
   ``z[v, d] <= x(v, d) - x(u, d) + 1``), which lets two devices feed each
   other in a cycle (a larger set: its optimum can be lower);
 * symmetry breaking among identical, unpinned devices of one class: device
-  ``k`` may take a group only if device ``k - 1`` already holds an earlier one.
+  ``k`` may take a group only if device ``k - 1`` already holds an earlier one;
+* a proven **floor** on ``T``: :func:`~viz_place.cost.bounds.simple_lower_bound`
+  (largest unit, total work, and the packing arguments of
+  :mod:`viz_place.cost.packing`: pigeonhole, packing, an exact packing check of
+  the largest units, volume after what the slow devices can absorb). Groups are
+  indivisible, which the LP relaxation cannot see: on the published layer graphs
+  this floor, not branching, is what closes most of the gap;
+* optionally (``bound_phase``) a first MILP with only the largest groups
+  integral — a relaxation, so its bound lifts the floor; off by default (it
+  added nothing measurable on the published graphs).
 
 The MILP is warm-started from the DP (solver ``dp``, when registered) and the
 heuristic baselines; the value returned is always the evaluator's figure for
@@ -51,17 +60,19 @@ message starts with it (``optimal among pipeline splits``, ...).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from time import perf_counter as _now
 
 import numpy as np
 import pulp
 
+from ...cost.bounds import simple_lower_bound
 from ...errors import InfeasibleError, SolverError
 from ...model import OBJECTIVES as ALL_OBJECTIVES
 from ...model.objective import OBJECTIVE_ALIASES
 from ..base import Hooks, Stopwatch
 from ..contract import Problem, SolverResult
 from ..groups import allowed_devices, device_cycle, nonconvex_devices, pipeline_order, set_text
-from .backends import MilpOptions, solve_milp
+from .backends import OPTIMALITY_TOL, MilpOptions, relative_gap, solve_milp
 from .pipeline import add_pipeline_constraints, pipeline_start_values
 from .result import memory_diagnosis, milp_result
 from .symmetry import add_symmetry_breaking, canonical, interchangeable_sets
@@ -102,6 +113,11 @@ class IlpOptions(MilpOptions):
     objective: str = field(default="max_load", metadata={
         "help": "max_load, or max_forward_plus_max_backward (training: max forward load + max backward load)",
         "choices": OBJECTIVES, "aliases": OBJECTIVE_ALIASES})
+    bound_phase: float = field(default=0.0, metadata={
+        "help": "share of the time limit for a first integer program in which only the largest groups are "
+                "integral (a relaxation: its bound holds for every placement and lifts the main model's); "
+                "0 = off (the default: on the published graphs it proved nothing beyond the packing floor)",
+        "min": 0.0, "max": 0.8})
     overlap: bool = field(default=False, metadata={
         "help": "communication overlaps compute: a device's load is max(compute, communication) (the paper's "
                 "Appendix G; the value is then evaluate(..., overlap=True))"})
@@ -130,26 +146,12 @@ class OutOfTime(Exception):
     """Raised by :func:`build_model` when its ``check`` says the time is up."""
 
 
-def model_set(opts: IlpOptions) -> str:
-    """The set of placements the model optimises over (its ``bound_set``).
-
-    >>> model_set(IlpOptions()), model_set(IlpOptions(device_cycles=True)), model_set(IlpNoncontigOptions())
-    ('pipeline', 'convex', 'any')
-    """
-    if not opts.contiguous:
-        return SET_ANY
-    return SET_CONVEX if opts.device_cycles else SET_PIPELINE
-
-
-class OutOfTime(Exception):
-    """Raised by :func:`build_model` when its ``check`` says the time is up."""
-
-
-def build_model(prob, allowed, opts: IlpOptions, sym_sets, order=None, check=None):
+def build_model(prob, allowed, opts: IlpOptions, sym_sets, order=None, check=None, floor: float = 0.0):
     """The PuLP model; returns ``(lp, x, y)`` with ``x[(g, d)]`` the assignment variables and
     ``y`` the device-order variables of a pipeline model (``{}`` otherwise; ``order``:
     :func:`~viz_place.solvers.groups.pipeline_order`, needed for it). ``check()`` is polled
-    while building; when it returns true, :class:`OutOfTime` is raised.
+    while building; when it returns true, :class:`OutOfTime` is raised. ``floor``: a proven
+    lower bound on the objective (the objective variable starts there).
 
     Built in the order of the module docstring: assignment, compute terms,
     memory, communication, device order (pipeline splits), contiguity (also for
@@ -173,7 +175,7 @@ def build_model(prob, allowed, opts: IlpOptions, sym_sets, order=None, check=Non
     poll()
     add_symmetry_breaking(lp, x, len(allowed), sym_sets)
     poll()
-    add_objective(lp, prob, allowed, opts, parts)
+    add_objective(lp, prob, allowed, opts, parts, floor)
     return lp, x, y
 
 
@@ -288,12 +290,18 @@ def _add_load_rows(lp, var, d, parts, kinds, directions, name, overlap: bool) ->
             lp.addConstraint(var >= pulp.LpAffineExpression(terms), f"{name}_{d}_{i}")
 
 
-def add_objective(lp, prob, allowed, opts: IlpOptions, parts) -> None:
-    """``T >= load(d)`` for every device and minimise ``T`` (or ``T = F + B`` for the training objective)."""
+def add_objective(lp, prob, allowed, opts: IlpOptions, parts, floor: float = 0.0) -> None:
+    """``T >= load(d)`` for every device and minimise ``T`` (or ``T = F + B`` for the training objective).
+
+    ``floor``: a proven lower bound on the max-load over all valid placements (the packing and
+    volume bounds of :func:`~viz_place.cost.bounds.simple_lower_bound`); ``T`` starts there (the
+    training objective ``F + B`` is at least the max-load, so it gets the same floor).
+    """
     # every group runs somewhere: the max-load is at least its fastest compute
-    floor = max((min(float(prob.lat[list(prob.groups[g]), d].sum()) for d in ds) for g, ds in enumerate(allowed)),
-                default=0.0)
-    T = lp.add_variable("T", lowBound=floor * (1 - 1e-9) if opts.objective == "max_load" else 0)
+    unit = max((min(float(prob.lat[list(prob.groups[g]), d].sum()) for d in ds) for g, ds in enumerate(allowed)),
+               default=0.0)
+    floor = max(unit, float(floor)) if np.isfinite(floor) else unit
+    T = lp.add_variable("T", lowBound=floor * (1 - 1e-9))
     loads = ("compute", "comm")
     if opts.objective == "max_load":
         for d in range(prob.num_devices):
@@ -307,6 +315,81 @@ def add_objective(lp, prob, allowed, opts: IlpOptions, parts) -> None:
             _add_load_rows(lp, B, d, parts, loads, (True,), "bload", opts.overlap)
         lp += T == F + B
         lp += T
+
+
+#: Search budget of the exact packing checks behind the floor (:func:`~viz_place.cost.bounds.simple_lower_bound`;
+#: 1000 per second of the time limit, at most this).
+FLOOR_EXACT_NODES = 20000
+#: The main integer program gets at least this share of the time limit (the bound phase ends before).
+MAIN_SHARE = 0.4
+#: Groups whose fastest compute is at least this share of the floor stay integral in the bound phase.
+BIG_SHARE = 0.05
+#: The bound phase runs only when at most this share of the groups (and this many) stay integral.
+BIG_MAX_SHARE, BIG_MAX_COUNT = 0.6, 120
+
+
+def big_groups(prob, allowed, floor: float) -> list[int]:
+    """Groups whose fastest compute is at least ``BIG_SHARE`` of ``floor`` (the integral ones of the bound phase)."""
+    out = []
+    for g, ds in enumerate(allowed):
+        fastest = min(float(prob.lat[list(prob.groups[g]), d].sum()) for d in ds)
+        if fastest >= BIG_SHARE * floor:
+            out.append(g)
+    return out
+
+
+def relaxation_bound(prob, allowed, opts: IlpOptions, sym_sets, order, floor: float, hooks: Hooks, *,
+                     deadline: float, incumbent: float | None) -> float:
+    """The proven bound of the model with only the big groups (:func:`big_groups`) integral — a
+    relaxation of the full model, so its bound holds wherever the full model's does; ``floor``
+    when the phase is skipped (too few small groups, no time) or proves nothing more."""
+    big = big_groups(prob, allowed, floor)
+    G = len(allowed)
+    if not big or len(big) > BIG_MAX_SHARE * G or len(big) > BIG_MAX_COUNT:
+        return floor
+    left = deadline - _now()
+    if left < 0.5 or hooks.cancelled:
+        return floor
+    hooks.report(0.0, f"bound phase: {len(big)} of {G} groups integral", force=True)
+    try:
+        lp, x, _ = build_model(prob, allowed, opts, sym_sets, order, floor=floor,
+                               check=lambda: _now() > deadline or hooks.cancelled)
+    except OutOfTime:
+        return floor
+    keep = set(big)
+    for (g, d), var in x.items():
+        if g not in keep:
+            var.cat = pulp.LpContinuous
+    res = solve_milp(lp, backend=opts.backend, time_limit=max(0.1, deadline - _now()), gap=opts.gap,
+                     threads=opts.threads, hooks=_BoundOnly(hooks, incumbent))
+    if res.bound is not None and np.isfinite(res.bound) and res.status != "infeasible":
+        if incumbent is not None and res.bound > incumbent * (1 + 1e-6) + 1e-9:
+            return floor     # above a valid placement: numerical trouble, prove nothing
+        return max(floor, min(float(res.bound), incumbent if incumbent is not None else float(res.bound)))
+    return floor
+
+
+class _BoundOnly(Hooks):
+    """Hooks for the bound phase: its bound is reported (with the run's incumbent), its own
+    incumbents (fractional placements) are not."""
+
+    def __init__(self, outer: Hooks, incumbent: float | None) -> None:
+        super().__init__(outer.progress_fn, outer.cancel_fn)
+        self.started = outer.started
+        self._incumbent = incumbent
+
+    def report(self, fraction=None, message: str = "", *, force: bool = False, **kw) -> None:
+        kw["incumbent"] = self._incumbent
+        data = dict(kw.get("data") or {})
+        if data:
+            data["best"] = np.nan if self._incumbent is None else self._incumbent
+            b = data.get("bound")
+            data["gap"] = relative_gap(self._incumbent, None if b is None or not np.isfinite(b) else b) \
+                if self._incumbent is not None else np.nan
+            data["gap"] = np.nan if data["gap"] is None else data["gap"]
+            kw["data"] = data
+        text = "bound phase: " + (f"bound {kw['bound']:.6g}" if kw.get("bound") is not None else "running")
+        super().report(fraction, text, force=force, **kw)
 
 
 def solve(problem: Problem, opts: IlpOptions, hooks: Hooks) -> SolverResult:
@@ -359,9 +442,21 @@ def solve(problem: Problem, opts: IlpOptions, hooks: Hooks) -> SolverResult:
             warm = (canonical(prob, warm[0], sym_sets), warm[1])
             value = problem.value(warm[0])
             hooks.report(0.0, f"warm start from {warm[1]}: {value:.6g}", incumbent=value, force=True)
+    floor = simple_lower_bound(problem.graph, problem.cluster,
+                               exact_nodes=int(min(FLOOR_EXACT_NODES, 1000 * opts.time_limit)))[0]
+    if np.isfinite(floor) and floor > 0:
+        hooks.report(0.0, f"proven floor {floor:.6g} (packing and volume bounds)", bound=floor,
+                     incumbent=problem.value(warm[0]) if warm is not None else None, force=True)
+    proven = warm is not None and np.isfinite(floor) and floor > 0 and \
+        (relative_gap(problem.value(warm[0]), floor) or 0.0) <= max(opts.gap, OPTIMALITY_TOL)
+    if opts.bound_phase > 0 and np.isfinite(floor) and not proven:
+        floor = max(floor, relaxation_bound(prob, allowed, opts, sym_sets, order, floor, hooks,
+                                            deadline=min(watch.start + (1 - MAIN_SHARE) * opts.time_limit,
+                                                         _now() + opts.bound_phase * opts.time_limit),
+                                            incumbent=problem.value(warm[0]) if warm is not None else None))
     hooks.report(0.0, "building the integer program", force=True)
     try:
-        lp, x, y = build_model(prob, allowed, opts, sym_sets, order,
+        lp, x, y = build_model(prob, allowed, opts, sym_sets, order, floor=floor,
                                check=lambda: watch.elapsed > BUILD_SHARE * opts.time_limit or hooks.cancelled)
     except OutOfTime:
         if warm is None:
@@ -380,6 +475,7 @@ def solve(problem: Problem, opts: IlpOptions, hooks: Hooks) -> SolverResult:
             start_values.update(pipeline_start_values(prob, warm[0], y, order))
     remaining = max(0.1, opts.time_limit - watch.elapsed)
     res = solve_milp(lp, backend=opts.backend, time_limit=remaining, gap=opts.gap, warm_start=start_values,
+                     threads=opts.threads,
                      hooks=hooks)
     ilp_dev = None
     if res.has_solution:
