@@ -4,11 +4,6 @@ Ports are chosen by the processes themselves (``--port 0``; the address is read 
 ``--scheduler-file``), so two test runs never collide. Each process runs in its own
 session so a worker (nanny and its child) can be killed as a whole; :meth:`close` kills
 everything that is left and waits for it.
-
-Killing a whole session with SIGKILL (the tests' crash of a worker or of the client) kills
-multiprocessing's resource tracker with it, so the named semaphores those processes made
-stay in /dev/shm; :meth:`close` removes the ones made since the cluster started that no
-live process maps any more (:func:`remove_orphan_semaphores`).
 """
 from __future__ import annotations
 
@@ -24,35 +19,9 @@ DASK = str(Path(sys.executable).with_name("dask"))
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 
 
-SHM = Path("/dev/shm")
-
-
-def _semaphores() -> set[str]:
-    return {p.name for p in SHM.glob("sem.mp-*")} if SHM.is_dir() else set()
-
-
-def remove_orphan_semaphores(before: set[str]) -> list[str]:
-    """Remove multiprocessing's named semaphores that are not in ``before`` and that no live
-    process maps (their owners were SIGKILLed with their resource tracker); returns them."""
-    new = _semaphores() - before
-    if not new:
-        return []
-    mapped: set[str] = set()
-    for maps in Path("/proc").glob("[0-9]*/maps"):
-        try:
-            mapped.update(name for name in new if name in maps.read_text())
-        except OSError:  # the process ended meanwhile, or is not ours to read
-            continue
-    gone = sorted(new - mapped)
-    for name in gone:
-        (SHM / name).unlink(missing_ok=True)
-    return gone
-
-
 class LoopbackCluster:
     def __init__(self, folder: Path, n_workers: int = 2, timeout: float = 60.0) -> None:
         self.folder = Path(folder)
-        self.semaphores_before = _semaphores()
         self.procs: dict[str, subprocess.Popen] = {}
         self.logs = []
         sched_file = self.folder / "scheduler.json"
@@ -122,4 +91,3 @@ class LoopbackCluster:
                 p.wait(5)
         for log in self.logs:
             log.close()
-        remove_orphan_semaphores(self.semaphores_before)

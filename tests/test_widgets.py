@@ -380,3 +380,16 @@ def test_state_is_safe_against_concurrent_reads(ex):
             pytest.fail(str(err))
     ex.solver.wait(10)
     _assert_consistent(ex)
+
+
+def test_a_session_with_infinite_figures_saves_and_restores_them(tmp_path):
+    """A DP solve on a small graph leaves stats.upper_bound = inf; saving used to fail on it."""
+    ex = PlacementExplorer("residual", load_bokehjs=False, workdir=tmp_path)
+    ex.run("dp")
+    assert math.isinf(ex.state.placement.options["stats"]["upper_bound"])
+    assert ex.files.save(str(tmp_path / "s.json")) is not None, ex.files.session_message.value
+    json.loads((tmp_path / "s.json").read_text(), parse_constant=lambda c: pytest.fail(f"{c} in the file"))
+    other = PlacementExplorer("chain", load_bokehjs=False, workdir=tmp_path)
+    assert other.files.restore(str(tmp_path / "s.json")) is not False
+    assert math.isinf(other.state.placement.options["stats"]["upper_bound"])
+    assert dict(other.state.placement.assignment) == dict(ex.state.placement.assignment)

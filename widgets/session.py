@@ -23,6 +23,7 @@ from typing import Any, Mapping
 
 from viz_place.errors import InputFormatError
 from viz_place.io import atomic_write_json, graph_from_nodelink, graph_to_nodelink, read_json
+from viz_place.io.placement_json import decode_non_finite, encode_non_finite
 from viz_place.model import Cluster, Placement
 
 FORMAT = "viz_place.session/1"
@@ -36,8 +37,10 @@ def session_to_dict(state) -> dict[str, Any]:
 
 
 def save_session(state, path: str | os.PathLike) -> None:
-    """Write the session to ``path`` atomically (temp file + rename)."""
-    atomic_write_json(path, session_to_dict(state))
+    """Write the session to ``path`` atomically (temp file + rename); infinite figures (a DP's
+    upper bound it never needed, a latency of devices that wait on each other) are written as
+    ``null`` with their place kept, as in placement files."""
+    atomic_write_json(path, encode_non_finite(session_to_dict(state)))
 
 
 def session_from_dict(data: Mapping[str, Any], *, source: str = "session"):
@@ -67,7 +70,8 @@ def session_from_dict(data: Mapping[str, Any], *, source: str = "session"):
 
 def restore_session(state, path: str | os.PathLike):
     """Load the session at ``path`` into ``state`` (which is returned)."""
-    graph, cluster, placement, pins, history = session_from_dict(read_json(path), source=str(path))
+    graph, cluster, placement, pins, history = session_from_dict(decode_non_finite(read_json(path)),
+                                                                 source=str(path))
     state.set_graph(graph, cluster, placement, pins, history)
     return state
 
