@@ -1,11 +1,13 @@
-"""torch's own pipeline runtime: ``PipelineStage`` + ``ScheduleGPipe`` over gloo on loopback.
+"""torch's own pipeline runtime: ``PipelineStage`` + ``ScheduleGPipe`` (inference) or
+``Schedule1F1B`` (training steps) over gloo on loopback.
 
 One spawned process per stage (one torch thread each) joins a gloo process group on a free
 127.0.0.1 port, rebuilds the model, splits it with ``pipeline()`` and runs
-``pipe.build_stage(rank, cpu)`` under ``ScheduleGPipe``. Compute is timed with forward
-hooks on the stage module; gloo's sends and receives cannot be told apart from waiting, so
-the rest of a step is reported as wait. The last stage copies the merged output into shared
-tensors the parent checks. Kept beside the shared-memory transport to measure which serves.
+``pipe.build_stage(rank, cpu)`` under the schedule. Compute is timed around the stage's
+forward (and, in training, backward) chunks; gloo's sends and receives cannot be told apart
+from waiting, so the rest of a step is reported as wait. The last stage copies the merged
+output into shared tensors the parent checks; in training every stage also sends its
+parameters' gradients. Kept beside the shared-memory transport to measure which serves.
 """
 from __future__ import annotations
 
@@ -62,7 +64,6 @@ def _contiguous_outputs(module, args, out):
 def pipeline_loss(output, target):
     """The training runs' loss per microbatch: mean squared error of the model's first output
     tensor (logits, features) against a fixed random target. Picklable, so every stage has it."""
-    from .stages import output_tensors
     first = output_tensors(output)[0]
     return ((first.float() - target) ** 2).mean()
 
