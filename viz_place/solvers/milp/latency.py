@@ -51,7 +51,7 @@ from ..base import Hooks, Stopwatch
 from ..contract import Problem, SolverResult
 from ..groups import allowed_devices, nonconvex_devices
 from .backends import MilpOptions, solve_milp
-from .result import memory_diagnosis, milp_result
+from .result import devices_from_solution, memory_diagnosis, milp_result
 from .max_load import add_assignment
 from .symmetry import add_symmetry_breaking, canonical, interchangeable_sets
 from .warm_start import best_warm_start, better_elsewhere_note, warm_start_note
@@ -322,12 +322,7 @@ def solve(problem: Problem, opts: LatencyIlpOptions, hooks: Hooks) -> SolverResu
         raise InfeasibleError(f"infeasible: {memory_diagnosis(prob, allowed)}"
                               + (" with one contiguous piece per accelerator" if q == 1 else
                                  f" with at most {q} contiguous pieces per accelerator"))
-    ilp_dev = None
-    if res.has_solution:
-        ilp_dev = np.empty(prob.n, dtype=np.int64)
-        for g, ds in enumerate(allowed):
-            d = max(ds, key=lambda d: res.values.get(x[g, d].name, 0.0))
-            ilp_dev[list(prob.groups[g])] = d
+    ilp_dev = devices_from_solution(prob, allowed, x, res)
 
     def check(dev):
         if q == 1:

@@ -74,7 +74,7 @@ from ..contract import Problem, SolverResult
 from ..groups import allowed_devices, device_cycle, nonconvex_devices, pipeline_order, set_text
 from .backends import OPTIMALITY_TOL, MilpOptions, relative_gap, solve_milp
 from .pipeline import add_pipeline_constraints, pipeline_start_values
-from .result import memory_diagnosis, milp_result
+from .result import devices_from_solution, memory_diagnosis, milp_result
 from .symmetry import add_symmetry_breaking, canonical, interchangeable_sets
 from .warm_start import best_warm_start, better_elsewhere_note, warm_start_note
 
@@ -477,12 +477,7 @@ def solve(problem: Problem, opts: IlpOptions, hooks: Hooks) -> SolverResult:
     res = solve_milp(lp, backend=opts.backend, time_limit=remaining, gap=opts.gap, warm_start=start_values,
                      threads=opts.threads,
                      hooks=hooks)
-    ilp_dev = None
-    if res.has_solution:
-        ilp_dev = np.empty(prob.n, dtype=np.int64)
-        for g, ds in enumerate(allowed):
-            d = max(ds, key=lambda d: res.values.get(x[g, d].name, 0.0))
-            ilp_dev[list(prob.groups[g])] = d
+    ilp_dev = devices_from_solution(prob, allowed, x, res)
     if res.status == "infeasible" and warm is None:
         extra = f" {set_text(kind)}" if kind != SET_ANY else ""
         raise InfeasibleError(f"infeasible{extra}: {memory_diagnosis(prob, allowed)}")

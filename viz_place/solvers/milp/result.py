@@ -137,3 +137,15 @@ def _proven_bound(res: MilpResult | None, value: float, bound_set: str | None,
         msg.append(f"the back-end's bound {res.bound:.6g} exceeds the value {value:.6g}: not reported")
         return None, None
     return min(float(res.bound), float(value)), bound_set
+
+
+def devices_from_solution(prob: CompiledProblem, allowed, x, res: MilpResult) -> np.ndarray | None:
+    """Node -> device index read off the assignment variables ``x[group, device]`` of a MILP
+    solution (each group on its device of largest value), or None without a solution."""
+    if not res.has_solution:
+        return None
+    dev = np.empty(prob.n, dtype=np.int64)
+    for g, ds in enumerate(allowed):
+        d = max(ds, key=lambda d: res.values.get(x[g, d].name, 0.0))
+        dev[list(prob.groups[g])] = d
+    return dev
