@@ -68,13 +68,26 @@ class LoopbackCluster:
             time.sleep(0.2)
 
     def kill(self, name: str) -> None:
-        """SIGKILL a process and its children (a worker's nanny and the worker it runs)."""
+        """SIGKILL a process and its children (a worker's nanny and the worker it runs), sparing
+        multiprocessing's resource tracker: it sees its parent die and unlinks the semaphores the
+        nanny made (killing it too leaves them in /dev/shm for good)."""
         p = self.procs.pop(name)
-        try:
+        group = _process_group(p.pid)
+        trackers = [pid for pid in group if _is_resource_tracker(pid)]
+        for pid in group:
+            if pid not in trackers:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        p.wait(10)
+        deadline = time.monotonic() + 10
+        while any(_alive(pid) for pid in trackers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        try:   # anything left of the group (a tracker that did not finish in time)
             os.killpg(p.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        p.wait(10)
 
     def close(self) -> None:
         for name in [n for n in self.procs if n != "scheduler"] + ["scheduler"]:
@@ -91,3 +104,34 @@ class LoopbackCluster:
                 p.wait(5)
         for log in self.logs:
             log.close()
+
+
+def _process_group(pgid: int) -> list[int]:
+    """The pids whose process group is ``pgid`` (from /proc/PID/stat)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()   # after "pid (comm) ": state ppid pgrp ...
+        if int(fields[2]) == pgid:
+            pids.append(int(entry))
+    return pids
+
+
+def _is_resource_tracker(pid: int) -> bool:
+    try:
+        return b"resource_tracker" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return state[state.rindex(")") + 2] != "Z"

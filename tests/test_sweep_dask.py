@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -103,6 +104,7 @@ def test_client_killed_mid_sweep_then_resume_keeps_finished_rows(cluster, tmp_pa
 
 def test_worker_killed_mid_sweep_still_completes(cluster, tmp_path):
     out = tmp_path / "r.csv"
+    semaphores = set(Path("/dev/shm").glob("sem.mp-*"))
     cluster.start_worker("w2")
     cluster.wait_for_workers(3, time.monotonic() + 60)
     killed = threading.Event()
@@ -118,3 +120,5 @@ def test_worker_killed_mid_sweep_still_completes(cluster, tmp_path):
     assert len(table) == 12 and all(r["status"] == "heuristic" for r in table), [r["message"] for r in table]
     assert len(read_rows(out)) == 12 and len({r["key"] for r in table}) == 12
     assert cluster.workers() == ["w0", "w1"]
+    left = set(Path("/dev/shm").glob("sem.mp-*")) - semaphores
+    assert not left, f"the killed worker left its semaphores in /dev/shm: {sorted(p.name for p in left)}"
