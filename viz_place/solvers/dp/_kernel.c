@@ -231,25 +231,29 @@ static PyObject *group(PyObject *self, PyObject *args) {
                 cost[p * nc + q] = out;
             }
         }
-        /* relax, class by class of the plan, candidates in order: the first best kept */
+        /* relax, class by class of the plan, state by state, candidates in order: the first best kept (strict
+           improvement), as numpy's minimum.reduceat and first arg */
         double *bi = best + i * S;
         for (Py_ssize_t p = 0; p < m; p++) {
             const int64_t c = plan[p], st = strides[c];
-            for (Py_ssize_t q = 0; q < nc; q++) {
-                const double cq = cost[p * nc + q];
-                if (cq == INFINITY) continue;
-                const int64_t J = cand[q];
-                const double *bj = best + J * S;
-                for (int64_t t = tptr[c]; t < tptr[c + 1]; t++) {
-                    const int64_t u = targets[t];
-                    if (has_alive && !alive[l * S + u]) continue;
-                    double b = bj[u - st];
-                    double v = b > cq ? b : cq;
-                    if (v < bi[u]) {
-                        bi[u] = v;
-                        prev_ideal[i * S + u] = (int32_t)J;
-                        prev_class[i * S + u] = (int8_t)c;
+            const double *cp = cost + p * nc;
+            for (int64_t t = tptr[c]; t < tptr[c + 1]; t++) {
+                const int64_t u = targets[t], src = u - st;
+                if (has_alive && !alive[l * S + u]) continue;
+                double bu = bi[u];
+                Py_ssize_t arg = -1;
+                for (Py_ssize_t q = 0; q < nc; q++) {
+                    const double b = best[cand[q] * S + src], cq = cp[q];
+                    const double v = b > cq ? b : cq;
+                    if (v < bu) {
+                        bu = v;
+                        arg = q;
                     }
+                }
+                if (arg >= 0) {
+                    bi[u] = bu;
+                    prev_ideal[i * S + u] = (int32_t)cand[arg];
+                    prev_class[i * S + u] = (int8_t)c;
                 }
             }
         }
@@ -266,7 +270,74 @@ done:
     return result;
 }
 
+/* prefix_sums(parent, added, weights, out): out[i] = out[parent[i]] + weights[added[i]] row by row, for i >= 1 in
+   order (parents come first), rows of F float64 or uint64 (wrapping) items; out[0] is left as it is. */
+static PyObject *prefix_sums(PyObject *self, PyObject *args) {
+    PyObject *o_parent, *o_added, *o_w, *o_out;
+    Buf bp = {0}, ba = {0}, bw = {0}, bo = {0};
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "OOOO", &o_parent, &o_added, &o_w, &o_out)) return NULL;
+    if (get_buf(o_parent, &bp, 8, 0, "parent") < 0 || get_buf(o_added, &ba, 8, 0, "added") < 0 ||
+        get_buf(o_w, &bw, 8, 0, "weights") < 0 || get_buf(o_out, &bo, 8, 1, "out") < 0)
+        goto done;
+    {
+        const char fw = bw.b.format ? bw.b.format[strlen(bw.b.format) - 1] : 'B';
+        const char fo = bo.b.format ? bo.b.format[strlen(bo.b.format) - 1] : 'B';
+        const int is_float = fw == 'd';
+        if (fw != fo || !(fw == 'd' || fw == 'Q' || fw == 'L')) {
+            PyErr_SetString(PyExc_TypeError, "_kernel.prefix_sums: weights and out must both be float64 or uint64");
+            goto done;
+        }
+        const Py_ssize_t N = nitems(&bp), out_items = nitems(&bo);
+        if (N <= 0 || nitems(&ba) != N || out_items % N != 0) {
+            PyErr_SetString(PyExc_ValueError, "_kernel.prefix_sums: parent, added and the rows of out must agree");
+            goto done;
+        }
+        const Py_ssize_t F = out_items / N;
+        if (F == 0 || nitems(&bw) % F != 0) {
+            PyErr_SetString(PyExc_ValueError, "_kernel.prefix_sums: weights must have the row width of out");
+            goto done;
+        }
+        const Py_ssize_t K = nitems(&bw) / F;
+        const int64_t *parent = bp.b.buf, *added = ba.b.buf;
+        for (Py_ssize_t i = 1; i < N; i++)
+            if (parent[i] < 0 || parent[i] >= i || added[i] < 0 || added[i] >= K) {
+                PyErr_Format(PyExc_ValueError, "_kernel.prefix_sums: ideal %zd has parent %lld and node %lld "
+                             "(a parent must come first, a node below %zd)", i, (long long)parent[i],
+                             (long long)added[i], K);
+                goto done;
+            }
+        if (is_float) {
+            double *out = bo.b.buf;
+            const double *w = bw.b.buf;
+            for (Py_ssize_t i = 1; i < N; i++) {
+                const double *src = out + parent[i] * F, *wi = w + added[i] * F;
+                double *dst = out + i * F;
+                for (Py_ssize_t f = 0; f < F; f++) dst[f] = src[f] + wi[f];
+            }
+        } else {
+            uint64_t *out = bo.b.buf;
+            const uint64_t *w = bw.b.buf;
+            for (Py_ssize_t i = 1; i < N; i++) {
+                const uint64_t *src = out + parent[i] * F, *wi = w + added[i] * F;
+                uint64_t *dst = out + i * F;
+                for (Py_ssize_t f = 0; f < F; f++) dst[f] = src[f] + wi[f];
+            }
+        }
+    }
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    if (bp.held) PyBuffer_Release(&bp.b);
+    if (ba.held) PyBuffer_Release(&ba.b);
+    if (bw.held) PyBuffer_Release(&bw.b);
+    if (bo.held) PyBuffer_Release(&bo.b);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"prefix_sums", prefix_sums, METH_VARARGS,
+     "prefix_sums(parent, added, weights, out): out[i] = out[parent[i]] + weights[added[i]] for i >= 1, in order."},
     {"group", group, METH_VARARGS,
      "group(tables..., I, start, stop, r_ideal, r_low, plan, lo, hi, alive, T, bounded, use_gap) -> pairs\n\n"
      "Fill best / prev_ideal / prev_class for one group of ideals (see viz_place/solvers/dp/recursion.py)."},
