@@ -45,6 +45,7 @@ import threading
 import time
 import types
 import typing
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -106,10 +107,18 @@ def _option_error(name: str, text: str) -> SolverError:
 
 
 def _type_hints(cls: type) -> dict[str, Any]:
-    try:
-        return typing.get_type_hints(cls)
-    except Exception:  # pragma: no cover - unresolvable annotations: checked by value only
-        return {}
+    """The resolved annotations of an options class (resolved once per class: classes do not change)."""
+    hints = _HINTS.get(cls)
+    if hints is None:
+        try:
+            hints = typing.get_type_hints(cls)
+        except Exception:  # pragma: no cover - unresolvable annotations: checked by value only
+            hints = {}
+        _HINTS[cls] = hints
+    return hints
+
+
+_HINTS: "weakref.WeakKeyDictionary[type, dict[str, Any]]" = weakref.WeakKeyDictionary()
 
 
 def _coerce(name: str, value: Any, tp: Any) -> Any:

@@ -243,10 +243,11 @@ static PyObject *group(PyObject *self, PyObject *args) {
                 double bu = bi[u];
                 Py_ssize_t arg = -1;
                 for (Py_ssize_t q = 0; q < nc; q++) {
-                    const double b = best[cand[q] * S + src], cq = cp[q];
-                    const double v = b > cq ? b : cq;
-                    if (v < bu) {
-                        bu = v;
+                    const double cq = cp[q];
+                    if (!(cq < bu)) continue;              /* max(b, cq) >= cq: no strict improvement */
+                    const double b = best[cand[q] * S + src];
+                    if (b < bu) {                          /* then v = max(b, cq) < bu */
+                        bu = b > cq ? b : cq;
                         arg = q;
                     }
                 }
