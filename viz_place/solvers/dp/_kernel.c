@@ -48,6 +48,165 @@ static inline int within(const uint64_t *small, const uint64_t *big, const uint6
     return 1;
 }
 
+typedef struct {
+    Py_ssize_t n, P, m, k, H, S;
+    const int64_t *inv, *start, *stop, *r_ideal, *plan, *cut_ptr, *cut_h, *strides, *tptr, *targets;
+    int64_t a;
+    const uint64_t *pk, *guard, *dk, *freeh, *cut_down;
+    int64_t *cand;
+    double *clow, *cost, *best;
+    const double *r_low, *comp, *lo, *hi, *unsup, *forbid, *size, *capmul, *link, *wcut, *htc;
+    const uint8_t *need, *pays, *alive;
+    int32_t *prev_ideal;
+    int8_t *prev_class;
+    int windowed, use_gap, bounded, has_alive;
+    double T;
+} Ctx;
+
+/* The loop over the group's ideals; inlined twice: once with one packed word (P == 1, every published
+   workload), once for any P. */
+static inline __attribute__((always_inline)) long long run_group(const Ctx *c, const Py_ssize_t P) {
+    const __typeof__(c->n) n = c->n;
+    const __typeof__(c->m) m = c->m;
+    const __typeof__(c->k) k = c->k;
+    const __typeof__(c->H) H = c->H;
+    const __typeof__(c->S) S = c->S;
+    const __typeof__(c->inv) inv = c->inv;
+    const __typeof__(c->start) start = c->start;
+    const __typeof__(c->stop) stop = c->stop;
+    const __typeof__(c->r_ideal) r_ideal = c->r_ideal;
+    const __typeof__(c->plan) plan = c->plan;
+    const __typeof__(c->cut_ptr) cut_ptr = c->cut_ptr;
+    const __typeof__(c->cut_h) cut_h = c->cut_h;
+    const __typeof__(c->strides) strides = c->strides;
+    const __typeof__(c->tptr) tptr = c->tptr;
+    const __typeof__(c->targets) targets = c->targets;
+    const __typeof__(c->a) a = c->a;
+    const __typeof__(c->pk) pk = c->pk;
+    const __typeof__(c->guard) guard = c->guard;
+    const __typeof__(c->dk) dk = c->dk;
+    const __typeof__(c->freeh) freeh = c->freeh;
+    const __typeof__(c->cut_down) cut_down = c->cut_down;
+    const __typeof__(c->cand) cand = c->cand;
+    const __typeof__(c->clow) clow = c->clow;
+    const __typeof__(c->cost) cost = c->cost;
+    const __typeof__(c->best) best = c->best;
+    const __typeof__(c->r_low) r_low = c->r_low;
+    const __typeof__(c->comp) comp = c->comp;
+    const __typeof__(c->lo) lo = c->lo;
+    const __typeof__(c->hi) hi = c->hi;
+    const __typeof__(c->unsup) unsup = c->unsup;
+    const __typeof__(c->forbid) forbid = c->forbid;
+    const __typeof__(c->size) size = c->size;
+    const __typeof__(c->capmul) capmul = c->capmul;
+    const __typeof__(c->link) link = c->link;
+    const __typeof__(c->wcut) wcut = c->wcut;
+    const __typeof__(c->htc) htc = c->htc;
+    const __typeof__(c->need) need = c->need;
+    const __typeof__(c->pays) pays = c->pays;
+    const __typeof__(c->alive) alive = c->alive;
+    const __typeof__(c->prev_ideal) prev_ideal = c->prev_ideal;
+    const __typeof__(c->prev_class) prev_class = c->prev_class;
+    const __typeof__(c->windowed) windowed = c->windowed;
+    const __typeof__(c->use_gap) use_gap = c->use_gap;
+    const __typeof__(c->bounded) bounded = c->bounded;
+    const __typeof__(c->has_alive) has_alive = c->has_alive;
+    const __typeof__(c->T) T = c->T;
+    const double gap_scale = 1.0 - 1e-12;
+    long long pairs = 0;
+    for (Py_ssize_t x = 0; x < n; x++) {
+        const Py_ssize_t l = inv[x];
+        const int64_t i = a + x;
+        const uint64_t *pi = pk + i * P;
+        /* candidates: J in the window, J ⊆ I, J != I, in window order */
+        Py_ssize_t nc = 0;
+        for (int64_t q = start[l]; q < stop[l]; q++) {
+            int64_t J = r_ideal[q];
+            if (J == i || !within(pk + J * P, pi, guard, P)) continue;
+            cand[nc] = J;
+            clow[nc] = r_low[q];
+            nc++;
+        }
+        pairs += nc;
+        if (nc == 0) continue;
+        /* cost of I \ J per class of the plan (inf: does not fit within T) */
+        for (Py_ssize_t q = 0; q < nc; q++) {
+            const int64_t J = cand[q];
+            double comm = NAN;
+            int have_comm = 0;
+            for (Py_ssize_t p = 0; p < m; p++) {
+                const int64_t c = plan[p];
+                double cp = comp[i * k + c] - comp[J * k + c];
+                double out = INFINITY;
+                int ok = cp <= T;
+                if (ok && windowed) ok = clow[q] >= lo[p * n + l] && clow[q] <= hi[p * n + l];
+                if (ok && need[c]) ok = unsup[J * k + c] == unsup[i * k + c];
+                if (ok && need[k + c]) ok = forbid[J * k + c] == forbid[i * k + c];
+                if (ok && need[2 * k + c]) ok = size[i] - size[J] <= capmul[c];
+                if (ok && pays[c] && use_gap) ok = cp + link[c] * (fabs(wcut[i] - wcut[J]) * gap_scale) <= T;
+                if (ok) {
+                    if (pays[c]) {
+                        if (!have_comm) {
+                            /* Tables.comm: w(I) + w(J) minus, over the hyperedges h cut by I (when J may share
+                               one: the down-closure of J's cut hyperedges leaves I), tc(h)·([J meets h] +
+                               [h ∩ I ⊆ J]) */
+                            comm = wcut[i] + wcut[J];
+                            if (H > 0 && !within(dk + J * P, pi, guard, P)) {
+                                const uint64_t *pj = pk + J * P;
+                                double corr = 0.0;
+                                for (int64_t e = cut_ptr[i]; e < cut_ptr[i + 1]; e++) {
+                                    const int64_t h = cut_h[e];
+                                    double meets = within(pj, freeh + h * P, guard, P) ? 0.0 : 1.0;
+                                    double inside = within(cut_down + e * P, pj, guard, P) ? 1.0 : 0.0;
+                                    corr += htc[h] * (meets + inside);
+                                }
+                                comm -= corr;
+                            }
+                            have_comm = 1;
+                        }
+                        out = cp + link[c] * comm;
+                    } else {
+                        out = cp;
+                    }
+                    if (bounded && !(out <= T)) out = INFINITY;
+                }
+                cost[p * nc + q] = out;
+            }
+        }
+        /* relax, class by class of the plan, state by state, candidates in order: the first best kept (strict
+           improvement), as numpy's minimum.reduceat and first arg */
+        double *bi = best + i * S;
+        for (Py_ssize_t p = 0; p < m; p++) {
+            const int64_t c = plan[p], st = strides[c];
+            const double *cp = cost + p * nc;
+            for (int64_t t = tptr[c]; t < tptr[c + 1]; t++) {
+                const int64_t u = targets[t], src = u - st;
+                if (has_alive && !alive[l * S + u]) continue;
+                double bu = bi[u];
+                Py_ssize_t arg = -1;
+                for (Py_ssize_t q = 0; q < nc; q++) {
+                    const double cq = cp[q];
+                    if (!(cq < bu)) continue;              /* max(b, cq) >= cq: no strict improvement */
+                    const double b = best[cand[q] * S + src];
+                    if (b < bu) {                          /* then v = max(b, cq) < bu */
+                        bu = b > cq ? b : cq;
+                        arg = q;
+                    }
+                }
+                if (arg >= 0) {
+                    bi[u] = bu;
+                    prev_ideal[i * S + u] = (int32_t)cand[arg];
+                    prev_class[i * S + u] = (int8_t)c;
+                }
+            }
+        }
+    }
+    return pairs;
+}
+
+static long long run_group_one_word(const Ctx *c) { return run_group(c, 1); }
+static long long run_group_any(const Ctx *c) { return run_group(c, c->P); }
+
 enum {
     A_COMP, A_UNSUP, A_FORBID, A_SIZE, A_PK, A_GUARD, A_DK, A_WCUT, A_CUTPTR, A_CUTH, A_CUTDOWN, A_FREE, A_HTC,
     A_PAYS, A_LINK, A_CAPMUL, A_NEED, A_TARGETS, A_TPTR, A_STRIDES,
@@ -70,6 +229,7 @@ static const Py_ssize_t ITEM[A_COUNT] = {
 #define BAD(...) do { PyErr_Format(PyExc_ValueError, "_kernel.group: " __VA_ARGS__); goto done; } while (0)
 
 static PyObject *group(PyObject *self, PyObject *args) {
+    (void)self;
     PyObject *obj[A_COUNT];
     double T;
     int bounded, use_gap;
@@ -170,95 +330,57 @@ static PyObject *group(PyObject *self, PyObject *args) {
     }
 
     long long pairs = 0;
-    const double gap_scale = 1.0 - 1e-12;
+    const Ctx ctx = {
+        .n = n,
+        .P = P,
+        .m = m,
+        .k = k,
+        .H = H,
+        .S = S,
+        .inv = inv,
+        .start = start,
+        .stop = stop,
+        .r_ideal = r_ideal,
+        .plan = plan,
+        .cut_ptr = cut_ptr,
+        .cut_h = cut_h,
+        .strides = strides,
+        .tptr = tptr,
+        .targets = targets,
+        .a = a,
+        .pk = pk,
+        .guard = guard,
+        .dk = dk,
+        .freeh = freeh,
+        .cut_down = cut_down,
+        .cand = cand,
+        .clow = clow,
+        .cost = cost,
+        .best = best,
+        .r_low = r_low,
+        .comp = comp,
+        .lo = lo,
+        .hi = hi,
+        .unsup = unsup,
+        .forbid = forbid,
+        .size = size,
+        .capmul = capmul,
+        .link = link,
+        .wcut = wcut,
+        .htc = htc,
+        .need = need,
+        .pays = pays,
+        .alive = alive,
+        .prev_ideal = prev_ideal,
+        .prev_class = prev_class,
+        .windowed = windowed,
+        .use_gap = use_gap,
+        .bounded = bounded,
+        .has_alive = has_alive,
+        .T = T,
+    };
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t x = 0; x < n; x++) {
-        const Py_ssize_t l = inv[x];
-        const int64_t i = a + x;
-        const uint64_t *pi = pk + i * P;
-        /* candidates: J in the window, J ⊆ I, J != I, in window order */
-        Py_ssize_t nc = 0;
-        for (int64_t q = start[l]; q < stop[l]; q++) {
-            int64_t J = r_ideal[q];
-            if (J == i || !within(pk + J * P, pi, guard, P)) continue;
-            cand[nc] = J;
-            clow[nc] = r_low[q];
-            nc++;
-        }
-        pairs += nc;
-        if (nc == 0) continue;
-        /* cost of I \ J per class of the plan (inf: does not fit within T) */
-        for (Py_ssize_t q = 0; q < nc; q++) {
-            const int64_t J = cand[q];
-            double comm = NAN;
-            int have_comm = 0;
-            for (Py_ssize_t p = 0; p < m; p++) {
-                const int64_t c = plan[p];
-                double cp = comp[i * k + c] - comp[J * k + c];
-                double out = INFINITY;
-                int ok = cp <= T;
-                if (ok && windowed) ok = clow[q] >= lo[p * n + l] && clow[q] <= hi[p * n + l];
-                if (ok && need[c]) ok = unsup[J * k + c] == unsup[i * k + c];
-                if (ok && need[k + c]) ok = forbid[J * k + c] == forbid[i * k + c];
-                if (ok && need[2 * k + c]) ok = size[i] - size[J] <= capmul[c];
-                if (ok && pays[c] && use_gap) ok = cp + link[c] * (fabs(wcut[i] - wcut[J]) * gap_scale) <= T;
-                if (ok) {
-                    if (pays[c]) {
-                        if (!have_comm) {
-                            /* Tables.comm: w(I) + w(J) minus, over the hyperedges h cut by I (when J may share
-                               one: the down-closure of J's cut hyperedges leaves I), tc(h)·([J meets h] +
-                               [h ∩ I ⊆ J]) */
-                            comm = wcut[i] + wcut[J];
-                            if (H > 0 && !within(dk + J * P, pi, guard, P)) {
-                                const uint64_t *pj = pk + J * P;
-                                double corr = 0.0;
-                                for (int64_t e = cut_ptr[i]; e < cut_ptr[i + 1]; e++) {
-                                    const int64_t h = cut_h[e];
-                                    double meets = within(pj, freeh + h * P, guard, P) ? 0.0 : 1.0;
-                                    double inside = within(cut_down + e * P, pj, guard, P) ? 1.0 : 0.0;
-                                    corr += htc[h] * (meets + inside);
-                                }
-                                comm -= corr;
-                            }
-                            have_comm = 1;
-                        }
-                        out = cp + link[c] * comm;
-                    } else {
-                        out = cp;
-                    }
-                    if (bounded && !(out <= T)) out = INFINITY;
-                }
-                cost[p * nc + q] = out;
-            }
-        }
-        /* relax, class by class of the plan, state by state, candidates in order: the first best kept (strict
-           improvement), as numpy's minimum.reduceat and first arg */
-        double *bi = best + i * S;
-        for (Py_ssize_t p = 0; p < m; p++) {
-            const int64_t c = plan[p], st = strides[c];
-            const double *cp = cost + p * nc;
-            for (int64_t t = tptr[c]; t < tptr[c + 1]; t++) {
-                const int64_t u = targets[t], src = u - st;
-                if (has_alive && !alive[l * S + u]) continue;
-                double bu = bi[u];
-                Py_ssize_t arg = -1;
-                for (Py_ssize_t q = 0; q < nc; q++) {
-                    const double cq = cp[q];
-                    if (!(cq < bu)) continue;              /* max(b, cq) >= cq: no strict improvement */
-                    const double b = best[cand[q] * S + src];
-                    if (b < bu) {                          /* then v = max(b, cq) < bu */
-                        bu = b > cq ? b : cq;
-                        arg = q;
-                    }
-                }
-                if (arg >= 0) {
-                    bi[u] = bu;
-                    prev_ideal[i * S + u] = (int32_t)cand[arg];
-                    prev_class[i * S + u] = (int8_t)c;
-                }
-            }
-        }
-    }
+    pairs = P == 1 ? run_group_one_word(&ctx) : run_group_any(&ctx);
     Py_END_ALLOW_THREADS
     result = PyLong_FromLongLong(pairs);
 done:
@@ -274,6 +396,7 @@ done:
 /* prefix_sums(parent, added, weights, out): out[i] = out[parent[i]] + weights[added[i]] row by row, for i >= 1 in
    order (parents come first), rows of F float64 or uint64 (wrapping) items; out[0] is left as it is. */
 static PyObject *prefix_sums(PyObject *self, PyObject *args) {
+    (void)self;
     PyObject *o_parent, *o_added, *o_w, *o_out;
     Buf bp = {0}, ba = {0}, bw = {0}, bo = {0};
     PyObject *result = NULL;
@@ -336,7 +459,133 @@ done:
     return result;
 }
 
+/* cuts(pk, guard, down_pk, free_pk, htc, bits, hn, hptr, below, h_down, lane_word, lane_shift, lane_mask,
+        per_ideal, cut_ptr, cut_h, cut_down, dk, wcut):
+   the hyperedge tables of viz_place/solvers/dp/hyperedges.py. Ideal X cuts hyperedge h iff neither down(h) ⊆ X
+   nor X ⊆ free(h). With cut_h empty: count the hyperedges each ideal cuts into per_ideal. Else (cut_ptr from those
+   counts): for each ideal, its cut hyperedges (ascending), the packed down-closure of h ∩ X per entry (cut_down),
+   the packed down-closure of X with its cut hyperedges (dk), and w(X), their transfer costs summed in that order
+   (wcut). below (K, C) / h_down (H, C): per-chain counts of the down-sets of each node / hyperedge. */
+static PyObject *cuts(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { PK, GUARD, DOWN, FREE, HTC, BITS, HN, HPTR, BELOW, HDOWN, LWORD, LSHIFT, LMASK, PER, CPTR, CUTH, CDOWN, DK,
+           WCUT, NB };
+    static const char *names[NB] = {"pk", "guard", "down_pk", "free_pk", "htc", "bits", "hn", "hptr", "below",
+                                    "h_down", "lane_word", "lane_shift", "lane_mask", "per_ideal", "cut_ptr",
+                                    "cut_h", "cut_down", "dk", "wcut"};
+    PyObject *o[NB];
+    Buf b[NB];
+    memset(b, 0, sizeof b);
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
+                          &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &o[14], &o[15], &o[16], &o[17], &o[18]))
+        return NULL;
+    for (int a = 0; a < NB; a++) {
+        int writable = a >= PER && a != CPTR;
+        if (get_buf(o[a], &b[a], 8, writable, names[a]) < 0) goto done;
+    }
+    {
+        const Py_ssize_t P = nitems(&b[GUARD]), H = nitems(&b[HTC]), C = nitems(&b[LWORD]);
+        const Py_ssize_t N = nitems(&b[PER]), NHN = nitems(&b[HN]);
+        if (P <= 0 || N <= 0 || C <= 0 || nitems(&b[PK]) != N * P || nitems(&b[DOWN]) != H * P ||
+            nitems(&b[FREE]) != H * P || nitems(&b[HPTR]) != H + 1 || nitems(&b[HDOWN]) != H * C ||
+            nitems(&b[LSHIFT]) != C || nitems(&b[LMASK]) != C || nitems(&b[BITS]) % N != 0 ||
+            nitems(&b[BELOW]) % C != 0) {
+            PyErr_SetString(PyExc_ValueError, "_kernel.cuts: table sizes disagree");
+            goto done;
+        }
+        const Py_ssize_t W = nitems(&b[BITS]) / N, K = nitems(&b[BELOW]) / C;
+        const uint64_t *pk = b[PK].b.buf, *guard = b[GUARD].b.buf, *down = b[DOWN].b.buf, *freeh = b[FREE].b.buf;
+        const uint64_t *bits = b[BITS].b.buf, *lmask = b[LMASK].b.buf;
+        const double *htc = b[HTC].b.buf;
+        const int64_t *hn = b[HN].b.buf, *hptr = b[HPTR].b.buf, *below = b[BELOW].b.buf, *h_down = b[HDOWN].b.buf;
+        const int64_t *lword = b[LWORD].b.buf, *lshift = b[LSHIFT].b.buf;
+        int64_t *per = b[PER].b.buf;
+        if (hptr[0] != 0 || hptr[H] != NHN) { PyErr_SetString(PyExc_ValueError, "_kernel.cuts: bad hptr"); goto done; }
+        for (Py_ssize_t h = 0; h < H; h++)
+            if (hptr[h + 1] < hptr[h]) { PyErr_SetString(PyExc_ValueError, "_kernel.cuts: bad hptr"); goto done; }
+        for (Py_ssize_t q = 0; q < NHN; q++)
+            if (hn[q] < 0 || hn[q] >= K || hn[q] >= 64 * W) {
+                PyErr_SetString(PyExc_ValueError, "_kernel.cuts: hyperedge node out of range");
+                goto done;
+            }
+        for (Py_ssize_t c = 0; c < C; c++)
+            if (lword[c] < 0 || lword[c] >= P || lshift[c] < 0 || lshift[c] > 63) {
+                PyErr_SetString(PyExc_ValueError, "_kernel.cuts: lane out of range");
+                goto done;
+            }
+        const int fill = nitems(&b[CUTH]) > 0 || nitems(&b[CPTR]) > 0;
+        if (!fill) {
+            Py_BEGIN_ALLOW_THREADS
+            for (Py_ssize_t i = 0; i < N; i++) {
+                int64_t cnt = 0;
+                for (Py_ssize_t h = 0; h < H; h++)
+                    cnt += !within(down + h * P, pk + i * P, guard, P) && !within(pk + i * P, freeh + h * P, guard, P);
+                per[i] = cnt;
+            }
+            Py_END_ALLOW_THREADS
+        } else {
+            const Py_ssize_t E = nitems(&b[CUTH]);
+            const int64_t *cptr = b[CPTR].b.buf;
+            int64_t *cut_h = b[CUTH].b.buf;
+            uint64_t *cut_down = b[CDOWN].b.buf, *dk = b[DK].b.buf;
+            double *wcut = b[WCUT].b.buf;
+            if (nitems(&b[CPTR]) != N + 1 || cptr[0] != 0 || cptr[N] != E || nitems(&b[CDOWN]) != E * P ||
+                nitems(&b[DK]) != N * P || nitems(&b[WCUT]) != N) {
+                PyErr_SetString(PyExc_ValueError, "_kernel.cuts: output sizes disagree");
+                goto done;
+            }
+            for (Py_ssize_t i = 0; i < N; i++)
+                if (cptr[i + 1] - cptr[i] != per[i]) {
+                    PyErr_SetString(PyExc_ValueError, "_kernel.cuts: cut_ptr does not match per_ideal");
+                    goto done;
+                }
+            int64_t *cnt = malloc(sizeof(int64_t) * 2 * C);
+            if (!cnt) { PyErr_NoMemory(); goto done; }
+            int64_t *part = cnt + C;
+            Py_BEGIN_ALLOW_THREADS
+            memset(cut_down, 0, sizeof(uint64_t) * E * P);
+            for (Py_ssize_t i = 0; i < N; i++) {
+                const uint64_t *pi = pk + i * P, *bi = bits + i * W;
+                for (Py_ssize_t c = 0; c < C; c++) cnt[c] = (int64_t)((pi[lword[c]] >> lshift[c]) & lmask[c]);
+                int64_t e = cptr[i];
+                double w = 0.0;
+                for (Py_ssize_t h = 0; h < H && e < cptr[i + 1]; h++) {
+                    if (within(down + h * P, pi, guard, P) || within(pi, freeh + h * P, guard, P)) continue;
+                    cut_h[e] = h;
+                    w += htc[h];
+                    for (Py_ssize_t c = 0; c < C; c++) {
+                        part[c] = 0;
+                        if (h_down[h * C + c] > cnt[c]) cnt[c] = h_down[h * C + c];
+                    }
+                    for (int64_t q = hptr[h]; q < hptr[h + 1]; q++) {
+                        const int64_t v = hn[q];
+                        if (!((bi[v >> 6] >> (v & 63)) & 1)) continue;
+                        for (Py_ssize_t c = 0; c < C; c++)
+                            if (below[v * C + c] > part[c]) part[c] = below[v * C + c];
+                    }
+                    for (Py_ssize_t c = 0; c < C; c++)
+                        cut_down[e * P + lword[c]] += (uint64_t)part[c] << lshift[c];
+                    e++;
+                }
+                wcut[i] = w;
+                for (Py_ssize_t p = 0; p < P; p++) dk[i * P + p] = 0;
+                for (Py_ssize_t c = 0; c < C; c++) dk[i * P + lword[c]] += (uint64_t)cnt[c] << lshift[c];
+            }
+            Py_END_ALLOW_THREADS
+            free(cnt);
+        }
+    }
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    for (int a = 0; a < NB; a++)
+        if (b[a].held) PyBuffer_Release(&b[a].b);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"cuts", cuts, METH_VARARGS, "The hyperedge cut tables of viz_place/solvers/dp/hyperedges.py (see the source)."},
     {"prefix_sums", prefix_sums, METH_VARARGS,
      "prefix_sums(parent, added, weights, out): out[i] = out[parent[i]] + weights[added[i]] for i >= 1, in order."},
     {"group", group, METH_VARARGS,
@@ -345,6 +594,7 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernel",
-                                    "The compiled inner loop of the throughput DP's exact pass.", -1, methods};
+                                    "The compiled inner loop of the throughput DP's exact pass.", -1, methods,
+                                    NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__kernel(void) { return PyModule_Create(&module); }

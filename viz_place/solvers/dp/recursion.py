@@ -254,6 +254,9 @@ def packed_subset_mask(top: np.ndarray, packed: np.ndarray, guard: np.ndarray) -
 
 #: Window entries (candidate J scanned for some I) handled at once: bounds the temporary arrays of one group.
 _BATCH = 1 << 19
+#: ... for the compiled kernel, which builds no arrays of pairs: groups only bound the time between progress and
+#: cancel checks (a few milliseconds each)
+_BATCH_C = 1 << 23
 #: (pair, cut hyperedge) items of the communication correction handled at once (bounds its temporary arrays).
 _ITEMS = 1 << 22
 #: Window entries of a group from which its candidates are found by walking down the lattice (else by scanning).
@@ -561,13 +564,14 @@ def run_pass(t: Tables, threshold: float, *, check: Callable[[float], None] | No
     sizes = np.bitwise_count(t.ideals.bits).sum(1)
     if np.any(np.diff(sizes) < 0):
         raise ValueError("ideals must be listed by size")
-    # groups of consecutive ideals whose windows (against every ideal) hold about _BATCH entries in all
-    if N * N <= 2 * _BATCH:
+    # groups of consecutive ideals whose windows (against every ideal) hold about `batch` entries in all
+    batch = _BATCH if dp.kernel == "numpy" else _BATCH_C
+    if N * N <= 2 * batch:
         edges = [1, N]                 # every window fits at once
     else:
         _, win, _ = dp.windows_against_all()
         ends = np.cumsum(win[3] - win[2])
-        cuts = np.searchsorted(ends, np.arange(_BATCH, int(ends[-1]) if ends.size else 0, _BATCH), "right") + 1
+        cuts = np.searchsorted(ends, np.arange(batch, int(ends[-1]) if ends.size else 0, batch), "right") + 1
         edges = sorted({1, N, *[int(x) for x in cuts if 1 < x < N]})
     for a, b in zip(edges[:-1], edges[1:]):
         if check is not None:
