@@ -584,7 +584,73 @@ done:
     return result;
 }
 
+/* node_counts(succ_ptr, succ, chain_of, pos, chain_len, below, free): per node v (numbered topologically) and chain
+   c, below[v, c] = how many nodes of c are ancestors of v or v itself (a prefix of c: 1 + the largest position
+   among them, 0 if none) and free[v, c] = how many are not descendants of v or v itself (the smallest position
+   among those, the chain's length if none). */
+static PyObject *node_counts(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { SPTR, SUCC, CHAIN, POS, CLEN, BELOW, FREE, NB };
+    static const char *names[NB] = {"succ_ptr", "succ", "chain_of", "pos", "chain_len", "below", "free"};
+    PyObject *o[NB];
+    Buf b[NB];
+    memset(b, 0, sizeof b);
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "OOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6])) return NULL;
+    for (int a = 0; a < NB; a++)
+        if (get_buf(o[a], &b[a], 8, a >= BELOW, names[a]) < 0) goto done;
+    {
+        const Py_ssize_t K = nitems(&b[CHAIN]), C = nitems(&b[CLEN]), M = nitems(&b[SUCC]);
+        const int64_t *sptr = b[SPTR].b.buf, *succ = b[SUCC].b.buf, *chain = b[CHAIN].b.buf, *pos = b[POS].b.buf;
+        const int64_t *clen = b[CLEN].b.buf;
+        int64_t *below = b[BELOW].b.buf, *freec = b[FREE].b.buf;
+        if (nitems(&b[SPTR]) != K + 1 || nitems(&b[POS]) != K || nitems(&b[BELOW]) != K * C ||
+            nitems(&b[FREE]) != K * C || (K > 0 && (sptr[0] != 0 || sptr[K] != M))) {
+            PyErr_SetString(PyExc_ValueError, "_kernel.node_counts: sizes disagree");
+            goto done;
+        }
+        for (Py_ssize_t v = 0; v < K; v++) {
+            if (sptr[v + 1] < sptr[v] || chain[v] < 0 || chain[v] >= C || pos[v] < 0 || pos[v] >= clen[chain[v]]) {
+                PyErr_SetString(PyExc_ValueError, "_kernel.node_counts: bad chain or successor list");
+                goto done;
+            }
+            for (int64_t e = sptr[v]; e < sptr[v + 1]; e++)
+                if (succ[e] <= v || succ[e] >= K) {
+                    PyErr_SetString(PyExc_ValueError, "_kernel.node_counts: successors must come later");
+                    goto done;
+                }
+        }
+        memset(below, 0, sizeof(int64_t) * K * C);
+        for (Py_ssize_t v = 0; v < K; v++) {   /* forward: push each node's counts to its successors */
+            int64_t *bv = below + v * C;
+            if (pos[v] + 1 > bv[chain[v]]) bv[chain[v]] = pos[v] + 1;
+            for (int64_t e = sptr[v]; e < sptr[v + 1]; e++) {
+                int64_t *bw = below + succ[e] * C;
+                for (Py_ssize_t c = 0; c < C; c++)
+                    if (bv[c] > bw[c]) bw[c] = bv[c];
+            }
+        }
+        for (Py_ssize_t v = K - 1; v >= 0; v--) {   /* backward: pull from successors */
+            int64_t *fv = freec + v * C;
+            for (Py_ssize_t c = 0; c < C; c++) fv[c] = clen[c];
+            fv[chain[v]] = pos[v];
+            for (int64_t e = sptr[v]; e < sptr[v + 1]; e++) {
+                const int64_t *fw = freec + succ[e] * C;
+                for (Py_ssize_t c = 0; c < C; c++)
+                    if (fw[c] < fv[c]) fv[c] = fw[c];
+            }
+        }
+    }
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    for (int a = 0; a < NB; a++)
+        if (b[a].held) PyBuffer_Release(&b[a].b);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"node_counts", node_counts, METH_VARARGS, "Per node and chain: the counts of its down-set and free set."},
     {"cuts", cuts, METH_VARARGS, "The hyperedge cut tables of viz_place/solvers/dp/hyperedges.py (see the source)."},
     {"prefix_sums", prefix_sums, METH_VARARGS,
      "prefix_sums(parent, added, weights, out): out[i] = out[parent[i]] + weights[added[i]] for i >= 1, in order."},

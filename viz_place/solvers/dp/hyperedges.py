@@ -27,6 +27,7 @@ cut hyperedge) entry, ``⊆ J``).
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -66,6 +67,18 @@ def _node_lists(hyperedges) -> tuple[np.ndarray, np.ndarray]:
 def _per_node_counts(K: int, succs: list[list[int]], chains: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
     """Per node and chain: how many chain nodes are ancestors-or-self of it, and how many are not
     descendants-or-self of it (the down-set ``free`` of that node)."""
+    if _compiled is not None and K:
+        chain_of, pos = np.zeros(K, dtype=np.int64), np.zeros(K, dtype=np.int64)
+        for ci, ch in enumerate(chains):
+            chain_of[ch] = ci
+            pos[ch] = np.arange(len(ch))
+        succ_ptr = np.concatenate([[0], np.cumsum([len(x) for x in succs])]).astype(np.int64)
+        succ = np.fromiter(itertools.chain.from_iterable(succs), dtype=np.int64, count=int(succ_ptr[-1]))
+        below = np.empty((K, len(chains)), dtype=np.int64)
+        free = np.empty((K, len(chains)), dtype=np.int64)
+        _compiled.node_counts(succ_ptr, succ, chain_of, pos, np.array([len(c) for c in chains], dtype=np.int64),
+                              below, free)
+        return below, free
     anc = [0] * K
     preds: list[list[int]] = [[] for _ in range(K)]
     for v in range(K):
