@@ -181,3 +181,23 @@ def test_compiled_functions_refuse_inconsistent_input(monkeypatch):
     assert call() == recursion.run_pass(t, math.inf, kernel="c").pairs   # the same call, consistent: it runs
     with pytest.raises(ValueError, match="parent"):
         _kernel.prefix_sums(np.array([-1, 5], np.int64), np.array([-1, 0], np.int64), np.zeros(1), np.zeros(2))
+
+
+def test_the_collector_waits_for_a_dp_run_and_is_restored():
+    """dp pauses the cyclic collector for its whole run (progress events see it off); another solver's own search
+    runs with it on; afterwards it is as before, on or off."""
+    import gc
+    from viz_place.model import Cluster
+    g, cluster = _chain_graph(), Cluster.paper(2, 1, None)
+    was = gc.isenabled()
+    try:
+        for before in (True, False):
+            (gc.enable if before else gc.disable)()
+            seen = []
+            run_solver("dp", g, cluster, progress=lambda ev: seen.append(gc.isenabled()))
+            assert seen and not any(seen) and gc.isenabled() == before
+            seen.clear()
+            run_solver("local-search", g, cluster, progress=lambda ev: seen.append(gc.isenabled()))
+            assert seen and all(x == before for x in seen) and gc.isenabled() == before
+    finally:
+        (gc.enable if was else gc.disable)()
