@@ -39,7 +39,7 @@ def test_package_data_covers_every_data_file():
     data = SETUPTOOLS.get("package-data", {})
     # the C sources of the extensions setup.py builds, and the libraries an editable install builds beside them
     # (ignored by git), are not data
-    ext_sources = {REPO / src for src in re.findall(r'"([\w/]+\.c)"', (REPO / "setup.py").read_text())}
+    ext_sources = {REPO / src for src in re.findall(r'"([\w/]+\.[ch])"', (REPO / "setup.py").read_text())}
     assert ext_sources and all(src.is_file() for src in ext_sources)
     for name, folder in _package_folders().items():
         for f in folder.iterdir():
