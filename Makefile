@@ -6,7 +6,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install lab test test-fast bench samples docs clean
 
-$(STAMP): pyproject.toml
+# the DP's compiled kernel is built at install (setup.py): a change to its sources reinstalls, so it is rebuilt
+KERNEL_SOURCES := $(wildcard viz_place/solvers/dp/_kernel*.c viz_place/solvers/dp/_kernel*.h)
+
+$(STAMP): pyproject.toml setup.py $(KERNEL_SOURCES)
 	@command -v $(PY) >/dev/null 2>&1 || { echo "error: $(PY) not found; viz_place needs Python 3.11 (set PY=...)" >&2; exit 2; }
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip setuptools wheel
@@ -45,4 +48,4 @@ samples: $(STAMP)
 	$(BIN)/python scripts/make_module_samples.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info viz_place/solvers/dp/_kernel*.so

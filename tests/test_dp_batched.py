@@ -3,7 +3,7 @@
 * a pass gives the same value and valid chains however its ideals are grouped
   (one ideal per group ... every ideal in one group) and whether candidates are
   found by scanning windows or by walking down the lattice, with and without a
-  threshold;
+  threshold, on both kernels (compiled and numpy);
 * the chain decomposition is minimum (as a bipartite matching says);
 * the supernode order is networkx's lexicographic topological order;
 * zero-cost leaves merge into the same supernodes as a rescan after every merge.
@@ -45,13 +45,18 @@ MODES = {"one ideal per group, scan": (1, 1 << 60, 1 << 22), "one ideal per grou
          "one group, scan": (1 << 60, 1 << 60, 1 << 22)}
 
 
-def _run(t, threshold, mode, monkeypatch):
+#: the kernels built here ("c" only when the extension is)
+KERNELS = ["numpy"] + (["c"] if recursion.kernel_name() == "c" else [])
+
+
+def _run(t, threshold, mode, monkeypatch, kernel="auto"):
     batch, walk, items = MODES[mode]
     monkeypatch.setattr(recursion, "_BATCH", batch)
+    monkeypatch.setattr(recursion, "_BATCH_C", batch)       # the compiled kernel's groups (it always scans)
     monkeypatch.setattr(recursion, "_WALK", walk)
     monkeypatch.setattr(recursion, "_WALK_BELOW", 2.0)     # walk wherever the window is large enough
     monkeypatch.setattr(recursion, "_ITEMS", items)
-    return recursion.run(t, threshold)
+    return recursion.run(t, threshold, kernel=kernel)
 
 
 def _chain_ok(t, res):
@@ -64,18 +69,19 @@ def _chain_ok(t, res):
     return i == 0
 
 
+@pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("seed", range(25))
-def test_groupings_and_candidate_searches_agree(seed, monkeypatch):
+def test_groupings_and_candidate_searches_agree(seed, kernel, monkeypatch):
     inst = random_instance(20_000 + seed, n_min=8, n_max=14)
     try:
         t = _tables(inst)
     except InfeasibleError as err:    # an instance the DP refuses (a node fits nowhere): no pass to compare
         pytest.skip(f"instance refused: {err}")
-    free = _run(t, math.inf, "one group, scan", monkeypatch)
+    free = _run(t, math.inf, "one group, scan", monkeypatch, kernel="numpy")
     for threshold in (math.inf, free.value, free.value * 1.2, free.value * 0.9):
         expect = free.value if threshold >= free.value else math.inf
         for mode in MODES:
-            res = _run(t, threshold, mode, monkeypatch)
+            res = _run(t, threshold, mode, monkeypatch, kernel=kernel)
             assert res.value == expect, (mode, threshold)
             if math.isfinite(res.value):
                 assert _chain_ok(t, res), mode

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -36,9 +37,13 @@ def test_every_package_folder_is_listed():
 
 def test_package_data_covers_every_data_file():
     data = SETUPTOOLS.get("package-data", {})
+    # the C sources of the extensions setup.py builds, and the libraries an editable install builds beside them
+    # (ignored by git), are not data
+    ext_sources = {REPO / src for src in re.findall(r'"([\w/]+\.[ch])"', (REPO / "setup.py").read_text())}
+    assert ext_sources and all(src.is_file() for src in ext_sources)
     for name, folder in _package_folders().items():
         for f in folder.iterdir():
-            if f.is_file() and f.suffix not in (".py", ".pyc"):
+            if f.is_file() and f.suffix not in (".py", ".pyc", ".so") and f not in ext_sources:
                 assert any(f.match(pattern) for pattern in data.get(name, ())), f"{f} is not package data"
     assert (REPO / "viz_place" / "py.typed").is_file()
 
@@ -46,7 +51,7 @@ def test_package_data_covers_every_data_file():
 def _copy_sources(dest: Path) -> Path:
     """The files a wheel is built from (so the build leaves no build/ or egg-info in the repo)."""
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy2(REPO / name, dest / name)
     for folder in set(SETUPTOOLS["package-dir"].values()):
         shutil.copytree(REPO / folder, dest / folder, ignore=ignore)
@@ -81,6 +86,9 @@ def test_wheel_installed_outside_the_repo_runs(tmp_path):
     for needed in ("viz_place/py.typed", "viz_place/data/rl_policy.npz", "viz_place/sample_graphs/residual.json",
                    "viz_place/widgets/explorer.py", "viz_place/solvers/dp/recursion.py"):
         assert needed in names
+    # the DP's compiled kernel (setup.py) is built into the wheel where there is a C compiler
+    compiled = any(n.startswith("viz_place/solvers/dp/_kernel.") and n.endswith(".so") for n in names)
+    assert compiled or not (shutil.which("cc") or shutil.which("gcc")), names
 
     fresh = tmp_path / "fresh"
     _run([sys.executable, "-m", "venv", "--without-pip", str(fresh)], tmp_path, env)
@@ -101,6 +109,9 @@ def test_wheel_installed_outside_the_repo_runs(tmp_path):
     assert Path(where).resolve().is_relative_to(fresh.resolve()), where
     assert not Path(where).resolve().is_relative_to(REPO)
 
+    kernel = _run([str(fresh_python), "-c", "from viz_place.solvers.dp import recursion; print(recursion.kernel_name())"],
+                  outside, env).strip()
+    assert kernel == ("c" if compiled else "numpy")
     cli = str(fresh / "bin" / "viz-place")
     assert "nodes" in _run([cli, "info", "residual"], outside, env)
     solved = _run([cli, "solve", "residual", "--solver", "dp", "--json"], outside, env)

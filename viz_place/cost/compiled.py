@@ -105,21 +105,23 @@ def compile_problem(graph: OpGraph, cluster: Cluster) -> CompiledProblem:
     dpreds = [[] for _ in range(n)]
     dsuccs = [[] for _ in range(n)]
     es, ed = [], []
-    for u, v, a in g.edges(data=True):
-        iu, iv = index[u], index[v]
-        preds[iv].append(iu)
-        succs[iu].append(iv)
-        if not a.get("artificial"):
-            es.append(iu)
-            ed.append(iv)
-            dpreds[iv].append(iu)
-            dsuccs[iu].append(iv)
+    for u, nbrs in g._succ.items():        # the adjacency itself: g.edges(data=True) order, without its views
+        iu = index[u]
+        su, du = succs[iu], dsuccs[iu]
+        for v, a in nbrs.items():
+            iv = index[v]
+            preds[iv].append(iu)
+            su.append(iv)
+            if not a.get("artificial"):
+                es.append(iu)
+                ed.append(iv)
+                dpreds[iv].append(iu)
+                du.append(iv)
+    groups = [tuple(index[m] for m in members) for members in graph.colocation_groups]
     group = np.empty(n, dtype=np.int64)
-    groups = []
-    for gi, members in enumerate(graph.colocation_groups):
-        idx = tuple(index[m] for m in members)
-        groups.append(idx)
-        group[list(idx)] = gi
+    if groups:
+        group[np.fromiter((i for idx in groups for i in idx), dtype=np.int64, count=n)] = np.repeat(
+            np.arange(len(groups)), [len(idx) for idx in groups])
     device_class = np.array([class_names.index(d.cls.name) for d in devices], dtype=np.int64)
     prob = CompiledProblem(
         graph=graph, cluster=cluster, node_ids=ids, device_names=cluster.device_names,

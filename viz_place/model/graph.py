@@ -30,6 +30,8 @@ once, however many edges lead there.
 """
 from __future__ import annotations
 
+import heapq
+
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -227,7 +229,27 @@ class OpGraph:
     @cached_property
     def node_ids(self) -> tuple[str, ...]:
         """Node ids in a deterministic topological order (ties by insertion)."""
-        return tuple(nx.lexicographical_topological_sort(self._g, key=self._order_key))
+        # networkx's lexicographical_topological_sort with the insertion index as key (unique, so the same order),
+        # without its per-node generator overhead
+        g = self._g
+        position = self._insertion
+        names = list(g.nodes)
+        indeg = [len(g._pred[n]) for n in names]
+        heap = [i for i, d in enumerate(indeg) if d == 0]
+        heapq.heapify(heap)
+        out = []
+        while heap:
+            i = heapq.heappop(heap)
+            n = names[i]
+            out.append(n)
+            for w in g._succ[n]:
+                j = position[w]
+                indeg[j] -= 1
+                if indeg[j] == 0:
+                    heapq.heappush(heap, j)
+        if len(out) != len(names):   # validate_graph refuses cycles; keep networkx's error if one slipped through
+            return tuple(nx.lexicographical_topological_sort(g, key=self._order_key))
+        return tuple(out)
 
     @cached_property
     def _insertion(self) -> dict[str, int]:

@@ -36,13 +36,16 @@ viz_place.errors.SolverError: unknown option(s) ['speed'] for DemoOptions; known
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
+import gc
 import math
 import threading
 import time
 import types
 import typing
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -104,10 +107,18 @@ def _option_error(name: str, text: str) -> SolverError:
 
 
 def _type_hints(cls: type) -> dict[str, Any]:
-    try:
-        return typing.get_type_hints(cls)
-    except Exception:  # pragma: no cover - unresolvable annotations: checked by value only
-        return {}
+    """The resolved annotations of an options class (resolved once per class: classes do not change)."""
+    hints = _HINTS.get(cls)
+    if hints is None:
+        try:
+            hints = typing.get_type_hints(cls)
+        except Exception:  # pragma: no cover - unresolvable annotations: checked by value only
+            hints = {}
+        _HINTS[cls] = hints
+    return hints
+
+
+_HINTS: "weakref.WeakKeyDictionary[type, dict[str, Any]]" = weakref.WeakKeyDictionary()
 
 
 def _coerce(name: str, value: Any, tp: Any) -> Any:
@@ -272,3 +283,56 @@ class Stopwatch:
     @property
     def elapsed(self) -> float:
         return time.perf_counter() - self.start
+
+
+_GC_LOCK = threading.RLock()
+_GC_STATE = {"paused": 0, "was_enabled": False}
+
+
+@contextlib.contextmanager
+def collector_paused():
+    """Pause Python's cyclic garbage collector for a step that makes no reference cycles (compiling a problem, the
+    DP, the one evaluation): a full collection of a large heap would cost more than such a step takes. Nested and
+    concurrent pauses share one; the collector's state before the first is restored after the last.
+
+    >>> import gc
+    >>> with collector_paused():
+    ...     gc.isenabled()
+    False
+    """
+    with _GC_LOCK:
+        if _GC_STATE["paused"] == 0:
+            _GC_STATE["was_enabled"] = gc.isenabled()
+            gc.disable()
+        _GC_STATE["paused"] += 1
+    try:
+        yield
+    finally:
+        with _GC_LOCK:
+            _GC_STATE["paused"] -= 1
+            if _GC_STATE["paused"] == 0 and _GC_STATE["was_enabled"]:
+                gc.enable()
+
+
+@contextlib.contextmanager
+def collector_resumed():
+    """Inside :func:`collector_paused`: let the collector run again for a step that may make reference cycles (a
+    solver's own search), as it was before the pause; paused again afterwards.
+
+    >>> import gc
+    >>> was = gc.isenabled()
+    >>> with collector_paused():
+    ...     with collector_resumed():
+    ...         gc.isenabled() == was
+    True
+    """
+    with _GC_LOCK:
+        resume = _GC_STATE["paused"] > 0 and _GC_STATE["was_enabled"]
+        if resume:
+            gc.enable()
+    try:
+        yield
+    finally:
+        with _GC_LOCK:
+            if resume and _GC_STATE["paused"] > 0:
+                gc.disable()

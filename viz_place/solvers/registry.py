@@ -16,7 +16,7 @@ from typing import Any, Callable, Mapping
 
 from ..errors import SolverError
 from ..model import Cluster, OpGraph, Placement, canonical_objective
-from .base import Hooks, Stopwatch
+from .base import Hooks, Stopwatch, collector_paused, collector_resumed
 from .contract import NEEDS, Problem, SolverResult, build_placement, prepare
 
 
@@ -39,7 +39,9 @@ class SolverInfo:
     with (small budgets that do not bind on its small graphs, so runs repeat
     exactly). ``options_for``: a function ``(graph, cluster, pins) -> options``
     for a solver that cannot run without graph-dependent options (``expert``'s
-    split); ``check_solver`` adds them to every run.
+    split); ``check_solver`` adds them to every run. ``pauses_collector``: the whole run (solve included) makes no
+    reference cycles, so :func:`run_solver` pauses Python's cyclic garbage collector for all of it (else only while
+    compiling the problem and evaluating the result).
     """
 
     name: str
@@ -52,6 +54,7 @@ class SolverInfo:
     needs: tuple[str, ...] = ()
     check_options: Mapping[str, Any] = field(default_factory=dict)
     options_for: Callable[[OpGraph, Cluster, dict], Mapping[str, Any]] | None = None
+    pauses_collector: bool = False
 
     def __post_init__(self) -> None:
         if self.objective != "any":
@@ -104,9 +107,16 @@ def run_solver(name: str, graph: OpGraph, cluster: Cluster, *, pins=None, option
     """
     info = get_solver(name)
     watch = Stopwatch()
-    problem = prepare(info, graph, cluster, pins, options)
-    result = info.solve(problem, problem.options, Hooks(progress, cancel))
-    return build_placement(info, problem, result, wall_time=watch.elapsed)
+    # compiling and the one evaluation make no reference cycles: the collector waits (a full collection of a large
+    # heap would cost more than a small solve); the collection it defers runs after the call
+    with collector_paused():
+        problem = prepare(info, graph, cluster, pins, options)
+        if not info.pauses_collector:
+            with collector_resumed():
+                result = info.solve(problem, problem.options, Hooks(progress, cancel))
+        else:
+            result = info.solve(problem, problem.options, Hooks(progress, cancel))
+        return build_placement(info, problem, result, wall_time=watch.elapsed)
 
 
 __all__ = ["SolverInfo", "register", "get_solver", "is_available", "list_solvers", "run_solver"]

@@ -14,7 +14,7 @@ from ..registry import SolverInfo, register
 from .solver import DPOptions, DPStats, solve
 
 register(SolverInfo(
-    name="dp", solve=solve, options_cls=DPOptions, objective="max_load", exact=True,
+    name="dp", solve=solve, options_cls=DPOptions, objective="max_load", exact=True, pauses_collector=True,
     description="exact dynamic program over ideals: optimal pipeline split (contiguous: a chain of ideals) for max-load (Tarnawski et al. 2020)"))
 
 __all__ = ["DPOptions", "DPStats", "solve"]

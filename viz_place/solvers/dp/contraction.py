@@ -32,6 +32,7 @@ Steps (the paper's, each keeping the optimum over contiguous placements):
 from __future__ import annotations
 
 import heapq
+import itertools
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -75,8 +76,17 @@ class Contracted:
 
 
 class _UnionFind:
-    def __init__(self, n: int) -> None:
-        self.parent = list(range(n))
+    def __init__(self, n: int, parent: list[int] | None = None) -> None:
+        self.parent = list(range(n)) if parent is None else parent
+
+    def roots(self) -> np.ndarray:
+        """The root of every element (``find`` of each), by pointer jumping on the parent array."""
+        r = np.array(self.parent, dtype=np.int64)
+        while True:
+            up = r[r]
+            if np.array_equal(up, r):
+                return r
+            r = up
 
     def find(self, a: int) -> int:
         p = self.parent
@@ -105,10 +115,9 @@ def contract(graph: OpGraph, cluster: Cluster, *, pins: dict[str, str] | None = 
     prob = compile_problem(graph, cluster)
     n = prob.n
     back = prob.backward
-    uf = _UnionFind(n)
-    for members in prob.groups:
-        for m in members[1:]:
-            uf.union(members[0], m)
+    # colour classes: every member joins its group's first (smallest) member, the root union() would give it
+    first = np.fromiter((members[0] for members in prob.groups), dtype=np.int64, count=len(prob.groups))
+    uf = _UnionFind(n, first[prob.group].tolist() if n else [])
     reasons: list[str] = []
     if contract_layers:
         by_layer: dict[str, int] = {}
@@ -120,29 +129,29 @@ def contract(graph: OpGraph, cluster: Cluster, *, pins: dict[str, str] | None = 
                 uf.union(by_layer[layer], i)
             else:
                 by_layer[layer] = i
-    artificial = np.array([graph.node(nid).artificial for nid in prob.node_ids], dtype=bool)
+    artificial = [graph.node(nid).artificial for nid in prob.node_ids]
+    backward = back.tolist()
     # orphaned colour classes: every forward member is an artificial twin
-    orphan_group = [all(artificial[m] for m in members if not back[m]) for members in prob.groups]
-    orphan = np.array([orphan_group[g] for g in prob.group], dtype=bool)
+    orphan_group = np.array([all(artificial[m] for m in members if not backward[m]) for members in prob.groups],
+                            dtype=bool)
+    orphan = orphan_group[prob.group] if n else np.zeros(0, dtype=bool)
+    src = np.repeat(np.arange(n, dtype=np.int64), [len(x) for x in prob.succs])      # every edge, artificial too
+    dst = np.fromiter(itertools.chain.from_iterable(prob.succs), dtype=np.int64, count=src.size)
+    both_fwd = ~back[src] & ~back[dst]
+    both_back_orphan = back[src] & back[dst] & (orphan[src] | orphan[dst])
 
     def forward_edges() -> set[tuple[int, int]]:
-        es = set()
-        for u in range(n):
-            for v in prob.succs[u]:
-                if back[u] or back[v]:
-                    if back[u] and back[v]:
-                        ru, rv = uf.find(u), uf.find(v)
-                        if ru != rv and (orphan[u] or orphan[v]):
-                            es.add((rv, ru))  # mirrored ordering edge
-                    continue
-                ru, rv = uf.find(u), uf.find(v)
-                if ru != rv:
-                    es.add((ru, rv))
-        return es
+        """Edges between the roots of forward nodes, and the mirrored ordering edge of every backward edge with an
+        orphaned end."""
+        root = uf.roots()
+        ru, rv = root[src], root[dst]
+        apart = ru != rv
+        f, b = both_fwd & apart, both_back_orphan & apart
+        return set(zip(np.concatenate([ru[f], rv[b]]).tolist(), np.concatenate([rv[f], ru[b]]).tolist()))
 
     # fuse cycles until the supernode graph is a DAG (a topological order exists: the common case, no networkx)
     while True:
-        roots = sorted({uf.find(i) for i in range(n)})
+        roots = sorted(set(uf.roots().tolist()))     # (np.unique: a lazy import costing more)
         edges = forward_edges()
         if lexicographic_order(roots, edges) is not None:
             break
@@ -160,7 +169,7 @@ def contract(graph: OpGraph, cluster: Cluster, *, pins: dict[str, str] | None = 
     unsafe = 0
     if zero_cost_leaves != "off":
         unsafe = _merge_zero_cost_leaves(graph, cluster, prob, uf, pins or {}, always=zero_cost_leaves == "always")
-        roots = sorted({uf.find(i) for i in range(n)})
+        roots = sorted(set(uf.roots().tolist()))     # (np.unique: a lazy import costing more)
         edges = forward_edges()
     order = lexicographic_order(roots, edges)
     if order is None:
@@ -169,9 +178,12 @@ def contract(graph: OpGraph, cluster: Cluster, *, pins: dict[str, str] | None = 
     edges = {(pos[a], pos[b]) for a, b in edges}
     if linearize:
         edges |= {(k, k + 1) for k in range(len(order) - 1)}
-    node_super = np.array([pos[uf.find(i)] for i in range(n)], dtype=np.int64)
+    pos_of_root = np.zeros(max(n, 1), dtype=np.int64)
+    pos_of_root[np.array(order, dtype=np.int64)] = np.arange(len(order))
+    node_super = pos_of_root[uf.roots()] if n else np.zeros(0, dtype=np.int64)
     by_super = np.argsort(node_super, kind="stable")          # node positions grouped by supernode, ascending
-    members = tuple(np.split(by_super, np.cumsum(np.bincount(node_super, minlength=len(order)))[:-1]))
+    ends = np.cumsum(np.bincount(node_super, minlength=len(order))).tolist()
+    members = tuple(by_super[a:b] for a, b in zip([0, *ends[:-1]], ends))
     return Contracted(num=len(order), members=members, node_super=node_super,
                       edges=tuple(sorted(edges)), reasons=tuple(reasons), unsafe_merges=unsafe)
 
@@ -214,15 +226,14 @@ def _merge_zero_cost_leaves(graph: OpGraph, cluster: Cluster, prob, uf: _UnionFi
     memory_free = not caps or float(prob.size.sum()) <= min(caps)
     unsafe = 0
     # candidate nodes (forward or backward): zero latency on every kind, zero size (or memory never binds), not pinned
-    ok_node = np.zeros(n, dtype=bool)
-    for i, nid in enumerate(prob.node_ids):
-        node = graph.node(nid)
-        ok_node[i] = ((node.size == 0 or memory_free or always) and i not in pinned
-                      and all(node.latency.get(k, np.inf) == 0 for k in kinds))
+    ok_node = [((node.size == 0 or memory_free or always) and i not in pinned
+                and all(node.latency.get(k, np.inf) == 0 for k in kinds))
+               for i, node in enumerate(map(graph.node, prob.node_ids))]
     members: dict[int, list[int]] = {}
-    for i in range(n):
-        members.setdefault(uf.find(i), []).append(i)
-    all_ok = {r: bool(ok_node[mem].all()) for r, mem in members.items()}
+    all_ok: dict[int, bool] = {}
+    for i, r in enumerate(uf.roots().tolist()):
+        members.setdefault(r, []).append(i)
+        all_ok[r] = all_ok.get(r, True) and ok_node[i]
 
     def sole_neighbour(root: int) -> int | None:
         neigh = set()

@@ -27,11 +27,17 @@ cut hyperedge) entry, ``⊆ J``).
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
 
 from .ideals import Ideals, Lanes
+
+try:   # the compiled loops of the DP (viz_place/solvers/dp/_kernel.c); numpy when absent
+    from . import _kernel as _compiled
+except ImportError:  # pragma: no cover - depends on the build
+    _compiled = None
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,18 @@ def _node_lists(hyperedges) -> tuple[np.ndarray, np.ndarray]:
 def _per_node_counts(K: int, succs: list[list[int]], chains: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
     """Per node and chain: how many chain nodes are ancestors-or-self of it, and how many are not
     descendants-or-self of it (the down-set ``free`` of that node)."""
+    if _compiled is not None and K:
+        chain_of, pos = np.zeros(K, dtype=np.int64), np.zeros(K, dtype=np.int64)
+        for ci, ch in enumerate(chains):
+            chain_of[ch] = ci
+            pos[ch] = np.arange(len(ch))
+        succ_ptr = np.concatenate([[0], np.cumsum([len(x) for x in succs])]).astype(np.int64)
+        succ = np.fromiter(itertools.chain.from_iterable(succs), dtype=np.int64, count=int(succ_ptr[-1]))
+        below = np.empty((K, len(chains)), dtype=np.int64)
+        free = np.empty((K, len(chains)), dtype=np.int64)
+        _compiled.node_counts(succ_ptr, succ, chain_of, pos, np.array([len(c) for c in chains], dtype=np.int64),
+                              below, free)
+        return below, free
     anc = [0] * K
     preds: list[list[int]] = [[] for _ in range(K)]
     for v in range(K):
@@ -106,6 +124,8 @@ def hyperedge_tables(ideals: Ideals, succs: list[list[int]], hyperedges: list[tu
     h_down = np.maximum.reduceat(below[hn], hptr[:-1], axis=0)     # (H, C): a union of down-sets: max per chain
     h_free = np.minimum.reduceat(free_n[hn], hptr[:-1], axis=0)    # an intersection of down-sets: min per chain
     down_pk, free_pk = lanes.pack_counts(h_down), lanes.pack_counts(h_free)
+    if _compiled is not None and ideals.bits.dtype == np.uint64:
+        return _compiled_tables(ideals, lanes, pk, htc, hn, hptr, below, h_down, down_pk, free_pk)
     # X cuts h iff not down(h) ⊆ X and not X ⊆ free(h): a block of ideals at a time
     rows_i, rows_h = [], []
     step = max(1, (1 << 22) // H)
@@ -136,3 +156,25 @@ def hyperedge_tables(ideals: Ideals, succs: list[list[int]], hyperedges: list[tu
     cut_down = lanes.pack_counts(np.maximum.reduceat(part, starts, axis=0)) if size.size else \
         np.zeros((0, g.size), dtype=np.uint64)
     return HyperedgeTables(htc, wcut, cut_ptr, cut_h.astype(np.int64), cut_down, free_pk, dk)
+
+
+def _compiled_tables(ideals: Ideals, lanes: Lanes, pk, htc, hn, hptr, below, h_down, down_pk, free_pk):
+    """:func:`hyperedge_tables` in the compiled kernel: the same tables (the same sums in the same order)."""
+    N, P = ideals.count, lanes.guard.size
+    c = np.ascontiguousarray
+    word, shift = c(lanes.word, np.int64), c(lanes.shift, np.int64)
+    # each lane's count bits: below its guard bit
+    mask = np.array([(1 << (int(lanes.guard[w]) >> int(s) & -(int(lanes.guard[w]) >> int(s))).bit_length() - 1) - 1
+                     for w, s in zip(word, shift)], dtype=np.uint64)
+    args = (c(pk, np.uint64), c(lanes.guard, np.uint64), c(down_pk, np.uint64), c(free_pk, np.uint64), c(htc, np.float64),
+            c(ideals.bits, np.uint64), c(hn, np.int64), c(hptr, np.int64), c(below, np.int64), c(h_down, np.int64),
+            word, shift, mask)
+    per_ideal = np.zeros(N, dtype=np.int64)
+    none = np.zeros(0, dtype=np.int64)
+    _compiled.cuts(*args, per_ideal, none, none, np.zeros(0, np.uint64), np.zeros(0, np.uint64), np.zeros(0))
+    cut_ptr = np.concatenate([[0], np.cumsum(per_ideal)]).astype(np.int64)
+    E = int(cut_ptr[-1])
+    cut_h, cut_down = np.empty(E, dtype=np.int64), np.empty((E, P), dtype=np.uint64)
+    dk, wcut = np.empty((N, P), dtype=np.uint64), np.empty(N)
+    _compiled.cuts(*args, per_ideal, cut_ptr, cut_h, cut_down, dk, wcut)
+    return HyperedgeTables(htc, wcut, cut_ptr, cut_h, cut_down, free_pk, dk)

@@ -22,6 +22,11 @@ import numpy as np
 
 from ...errors import SolverError
 
+try:   # the compiled loops of the DP (viz_place/solvers/dp/_kernel.c); numpy when absent
+    from . import _kernel as _compiled
+except ImportError:  # pragma: no cover - depends on the build
+    _compiled = None
+
 
 class TooManyIdeals(SolverError):
     """The DAG has more ideals than the configured limit."""
@@ -59,6 +64,9 @@ class Ideals:
             return (member.astype(weights.dtype) @ weights.reshape(self.num_nodes, -1)).reshape(
                 (self.count,) + weights.shape[1:])
         out = np.zeros((self.count,) + weights.shape[1:], dtype=weights.dtype)
+        if _compiled is not None and weights.dtype in (np.float64, np.uint64) and self.count > 1 and out.size:
+            _compiled.prefix_sums(self.parent, self.added, np.ascontiguousarray(weights), out)   # the same sums
+            return out
         ls = self.level_starts
         for a, b in zip(ls[:-1], ls[1:]):
             if a == 0:

@@ -48,7 +48,29 @@ from .ideals import Ideals, Lanes, chain_decomposition
 from .hyperedges import hyperedge_tables
 from .lattice import DownEdges, down_edges, walk_down
 
+try:   # the compiled inner loop (viz_place/solvers/dp/_kernel.c), built at install; numpy below when absent
+    from . import _kernel as _compiled
+except ImportError:  # pragma: no cover - depends on the build
+    _compiled = None
+
 _REL = 1e-9
+#: The kernels a pass can run: ``"c"`` (compiled, when built) and ``"numpy"``; ``"auto"`` picks the first available.
+KERNELS = ("auto", "c", "numpy")
+
+
+def kernel_name(kernel: str = "auto") -> str:
+    """The kernel a pass asked for ``kernel`` runs: ``"c"`` when the extension is built (or asked for), else
+    ``"numpy"``.
+
+    >>> kernel_name("numpy")
+    'numpy'
+    """
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {KERNELS}, not {kernel!r}")
+    if kernel == "c" and _compiled is None:
+        raise ValueError("kernel 'c': the compiled DP kernel (viz_place.solvers.dp._kernel) is not built here; "
+                         "reinstall with a C compiler (pip install -e .) or use kernel 'numpy'")
+    return "numpy" if kernel == "numpy" or _compiled is None else "c"
 
 
 @dataclass
@@ -130,6 +152,17 @@ class Tables:
             return (*(np.ascontiguousarray(a[:, 0]) for a in arrays), self.guard[0])
         return (*arrays, self.guard)
 
+    @cached_property
+    def compiled_args(self) -> tuple:
+        """The tables as the compiled kernel reads them (C-contiguous, fixed dtypes; see ``_kernel.c``)."""
+        f8, u8, i8 = np.float64, np.uint64, np.int64
+        c = np.ascontiguousarray
+        need = np.concatenate([self.need_unsup, self.need_forbid, self.need_size]).astype(np.uint8)
+        return (c(self.comp, f8), c(self.unsup, f8), c(self.forbid, f8), c(self.size, f8), c(self.pk, u8),
+                c(self.guard, u8), c(self.dk, u8), c(self.wcut, f8), c(self.cut_ptr, i8), c(self.cut_h, i8),
+                c(self.cut_down, u8), c(self.free, u8), c(self.htc, f8), c(self.pays, np.uint8), c(self.link, f8),
+                c(self.cap * (1 + _REL), f8), need)
+
     def comm(self, I: np.ndarray, J: np.ndarray) -> np.ndarray:
         """Transfer cost paid by a device holding ``I \\ J`` for each pair ``(I[p], J[p])`` (before link factors).
 
@@ -176,6 +209,7 @@ class RunResult:
     chain: list[tuple[int, int, int]]  # (class, J, I) from the last set backwards
     pairs: int                          # (J, I) pairs that passed the window and subset test
     complete: bool = True
+    kernel: str = "numpy"               # the kernel that ran the pass ("c" or "numpy")
 
 
 def _states(counts: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -220,6 +254,9 @@ def packed_subset_mask(top: np.ndarray, packed: np.ndarray, guard: np.ndarray) -
 
 #: Window entries (candidate J scanned for some I) handled at once: bounds the temporary arrays of one group.
 _BATCH = 1 << 19
+#: ... for the compiled kernel, which builds no arrays of pairs: groups only bound the time between progress and
+#: cancel checks (a few milliseconds each)
+_BATCH_C = 1 << 23
 #: (pair, cut hyperedge) items of the communication correction handled at once (bounds its temporary arrays).
 _ITEMS = 1 << 22
 #: Window entries of a group from which its candidates are found by walking down the lattice (else by scanning).
@@ -238,8 +275,9 @@ class _Pass:
     (``reached``, sorted by ``lower``) and the group's own.
     """
 
-    def __init__(self, t: Tables, threshold: float) -> None:
+    def __init__(self, t: Tables, threshold: float, kernel: str = "numpy") -> None:
         self.t = t
+        self.kernel = kernel
         N = t.ideals.count
         self.k = len(t.counts)
         self.usage, self.strides = _states(t.counts)
@@ -274,6 +312,10 @@ class _Pass:
         self.is_reached = np.zeros(N, dtype=bool)
         self.is_reached[0] = True
         self._index_reached()
+        if kernel == "c":
+            tptr = np.cumsum([0] + [x.size for x in self.targets]).astype(np.int64)
+            self.c_states = (np.ascontiguousarray(np.concatenate(self.targets), dtype=np.int64), tptr,
+                             np.ascontiguousarray(self.strides, dtype=np.int64))
         self.group_lo = self.group_hi = 0    # the ideals being filled (:meth:`group`)
         self.hit_rate = 1.0                  # the share of the last group's window entries that were candidates
         self.pairs = 0
@@ -284,7 +326,8 @@ class _Pass:
         cand = self.reached if extra is None else np.sort(np.concatenate([self.reached, extra]))
         self.r_low = t.lower_sorted[cand]          # ascending
         self.r_ideal = t.order[cand]
-        self.r_top = np.ascontiguousarray(t.pk[self.r_ideal].T)   # (P, M) packed counts, one row per word
+        if self.kernel == "numpy":
+            self.r_top = np.ascontiguousarray(t.pk[self.r_ideal].T)   # (P, M) packed counts, one row per word
 
     def add_reached(self, ideals: np.ndarray) -> None:
         new = ideals[np.isfinite(self.best[ideals]).any(1)]
@@ -420,6 +463,11 @@ class _Pass:
         self.group_lo, self.group_hi = a, b
         self._index_reached(extra=self.pos_of[I])
         plan, win, alive = self.windows(I)
+        if self.kernel == "c":
+            if plan:
+                self._compiled_group(I, plan, win, alive)
+            self.add_reached(I)
+            return
         pairs = self.feasible_pairs(I, plan, win) if plan else None
         if pairs is not None:
             used = self.usage.sum(1)
@@ -428,6 +476,24 @@ class _Pass:
                     states = self.targets[c][used[self.targets[c]] == layer]
                     self.relax(c, I, alive, own, J, cost, states)
         self.add_reached(I)
+
+    def _compiled_group(self, I: np.ndarray, plan, win, alive) -> None:
+        """:meth:`group`'s candidates, costs and relaxation in the compiled kernel (the same tables, bit for bit)."""
+        t = self.t
+        _, _, start, stop = win
+        empty = np.zeros(0)
+        if plan[0][1] is None:
+            lo = hi = empty
+        else:
+            lo = np.ascontiguousarray(np.stack([p[1] for p in plan]), dtype=np.float64)
+            hi = np.ascontiguousarray(np.stack([p[2] for p in plan]), dtype=np.float64)
+        self.pairs += _compiled.group(
+            *t.compiled_args, *self.c_states, self.best, self.prev_ideal, self.prev_class,
+            np.ascontiguousarray(I, dtype=np.int64), np.ascontiguousarray(start, dtype=np.int64),
+            np.ascontiguousarray(stop, dtype=np.int64), np.ascontiguousarray(self.r_ideal, dtype=np.int64),
+            np.ascontiguousarray(self.r_low, dtype=np.float64), np.array([p[0] for p in plan], dtype=np.int64),
+            lo, hi, np.zeros(0, np.uint8) if alive is None else np.ascontiguousarray(alive, dtype=np.uint8),
+            float(self.T), self.bounded, bool(self.pays_any and self.bounded))
 
     def relax(self, c: int, I: np.ndarray, alive, own, Js, cost, states) -> None:
         """``best[I, u] = min(best[I, u], max(best[J, u - e_c], cost_c(I \\ J)))`` over the feasible pairs
@@ -478,25 +544,37 @@ class _Pass:
         return RunResult(value=value, chain=chain, pairs=self.pairs)
 
 
-def run(t: Tables, threshold: float, *, check: Callable[[float], None] | None = None) -> RunResult:
-    """One DP pass skipping every set whose cost exceeds ``threshold`` (see the module docstring)."""
-    dp = _Pass(t, threshold)
+def run(t: Tables, threshold: float, *, check: Callable[[float], None] | None = None,
+        kernel: str = "auto") -> RunResult:
+    """One DP pass skipping every set whose cost exceeds ``threshold`` (see the module docstring); ``kernel``:
+    ``"c"`` (compiled), ``"numpy"`` or ``"auto"`` (compiled when built; :func:`kernel_name`)."""
+    dp = run_pass(t, threshold, check=check, kernel=kernel)
+    res = dp.result()
+    res.kernel = dp.kernel
+    return res
+
+
+def run_pass(t: Tables, threshold: float, *, check: Callable[[float], None] | None = None,
+             kernel: str = "auto") -> _Pass:
+    """:func:`run`, handing back the finished pass itself (its tables ``best``, ``prev_ideal``, ``prev_class``)."""
+    dp = _Pass(t, threshold, kernel_name(kernel))
     N = t.ideals.count
     if check is not None:
         check(0.0)
     sizes = np.bitwise_count(t.ideals.bits).sum(1)
     if np.any(np.diff(sizes) < 0):
         raise ValueError("ideals must be listed by size")
-    # groups of consecutive ideals whose windows (against every ideal) hold about _BATCH entries in all
-    if N * N <= 2 * _BATCH:
+    # groups of consecutive ideals whose windows (against every ideal) hold about `batch` entries in all
+    batch = _BATCH if dp.kernel == "numpy" else _BATCH_C
+    if N * N <= 2 * batch:
         edges = [1, N]                 # every window fits at once
     else:
         _, win, _ = dp.windows_against_all()
         ends = np.cumsum(win[3] - win[2])
-        cuts = np.searchsorted(ends, np.arange(_BATCH, int(ends[-1]) if ends.size else 0, _BATCH), "right") + 1
+        cuts = np.searchsorted(ends, np.arange(batch, int(ends[-1]) if ends.size else 0, batch), "right") + 1
         edges = sorted({1, N, *[int(x) for x in cuts if 1 < x < N]})
     for a, b in zip(edges[:-1], edges[1:]):
         if check is not None:
             check(a / N)
         dp.group(a, b)
-    return dp.result()
+    return dp

@@ -34,17 +34,14 @@ When optimal, that value is also a proven lower bound over pipeline splits
 """
 from __future__ import annotations
 
-import contextlib
-import gc
 import math
-import threading
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ...errors import Cancelled, InfeasibleError, InternalError, SolverError
 from ...model import Cluster, OpGraph
-from ..base import Hooks, SolverOptions, Stopwatch
+from ..base import Hooks, SolverOptions, Stopwatch, collector_paused
 from ..contract import Problem, SolverResult
 from . import recursion
 from .contraction import Contracted, contract
@@ -84,6 +81,10 @@ class DPOptions(SolverOptions):
     growth: float = field(default=1.25, metadata={
         "help": "factor by which the pruning threshold grows between passes when no upper bound is known",
         "min": 1.01, "max": 100.0})
+    kernel: str = field(default="auto", metadata={
+        "help": "inner loop of the exact pass: 'c' (compiled at install), 'numpy', or 'auto' (compiled when built); "
+                "same optimum either way",
+        "choices": recursion.KERNELS})
 
 
 @dataclass
@@ -108,6 +109,7 @@ class DPStats:
     passes: int = 0
     upper_bound: float = math.inf
     thresholds: list = field(default_factory=list)
+    kernel: str = ""        # the exact pass's inner loop: "c" (compiled) or "numpy"
 
 
 def _dp_classes(cluster: Cluster, pins: dict[str, str], prob) -> list[_Class]:
@@ -205,30 +207,8 @@ def _placement_from_chain(prob, ct: Contracted, tables: recursion.Tables, classe
 
 def solve(problem: Problem, opts: DPOptions, user_hooks: Hooks) -> SolverResult:
     """Optimal contiguous placement for max-load (see the module docstring)."""
-    with _collector_paused():
+    with collector_paused():
         return _solve(problem, opts, user_hooks)
-
-
-_GC_LOCK = threading.Lock()
-_GC_STATE = {"solves": 0, "was_enabled": False}
-
-
-@contextlib.contextmanager
-def _collector_paused():
-    """Pause Python's cyclic garbage collector while any DP solve runs (the solve makes no reference cycles, and a
-    full collection of a large heap would cost more than small solves take); concurrent solves share the pause."""
-    with _GC_LOCK:
-        if _GC_STATE["solves"] == 0:
-            _GC_STATE["was_enabled"] = gc.isenabled()
-            gc.disable()
-        _GC_STATE["solves"] += 1
-    try:
-        yield
-    finally:
-        with _GC_LOCK:
-            _GC_STATE["solves"] -= 1
-            if _GC_STATE["solves"] == 0 and _GC_STATE["was_enabled"]:
-                gc.enable()
 
 
 def _solve(problem: Problem, opts: DPOptions, user_hooks: Hooks) -> SolverResult:
@@ -241,7 +221,7 @@ def _solve(problem: Problem, opts: DPOptions, user_hooks: Hooks) -> SolverResult
             timed_out[0] = True
         return timed_out[0]
     hooks = user_hooks.with_stop(out_of_time)
-    stats = DPStats()
+    stats = DPStats(kernel=_kernel_or_error(opts.kernel))
     hooks.report(0.0, "contracting colour classes", force=True)
     ct = contract(graph, cluster, pins=pins, contract_layers=opts.contract_layers, linearize=opts.linearize,
                   zero_cost_leaves=opts.zero_cost_leaves)
@@ -281,7 +261,8 @@ def _solve(problem: Problem, opts: DPOptions, user_hooks: Hooks) -> SolverResult
         # local search pays off only when the exact pass is large
         rounds = opts.local_search_rounds if n_ideals > 20_000 else 0
         ub = upper_bound(ct.num, pred_masks, succs, common, orders=opts.heuristic_orders,
-                         rounds=rounds, limit=min(20_000, max(2_000, n_ideals // 8)), check=check)
+                         rounds=rounds, limit=min(20_000, max(2_000, n_ideals // 8)), check=check,
+                         kernel=stats.kernel)
         stats.upper_bound = ub.value
         return ub, (_placement_from_chain(prob, ct, ub.tables, classes, ub.chain) if ub.chain else None)
     # a small exact pass needs no bound to prune it: one pass with no threshold, a first placement only if stopped
@@ -327,6 +308,13 @@ def _solve(problem: Problem, opts: DPOptions, user_hooks: Hooks) -> SolverResult
     return finish(assignment, "feasible" if coarsened else "optimal", message, value=float(result.value))
 
 
+def _kernel_or_error(kernel: str) -> str:
+    try:
+        return recursion.kernel_name(kernel)
+    except ValueError as err:
+        raise SolverError(f"dp: option kernel: {err}", field="kernel") from None
+
+
 def _check_memory(states: int, ideals: int, opts: DPOptions) -> None:
     need = states * max(ideals, 1) * 13 / 2**20   # best value (8 bytes) + choice (4 + 1) per state and ideal
     if need > opts.max_memory_mb:
@@ -366,7 +354,7 @@ def _one_pass(tables, stats: DPStats, hooks: Hooks):
     def check(frac):
         hooks.check()
         hooks.report(0.1 + 0.89 * frac, message)
-    res = recursion.run(tables, math.inf, check=check)
+    res = recursion.run(tables, math.inf, check=check, kernel=stats.kernel)
     stats.pairs += res.pairs
     return res
 
@@ -394,7 +382,7 @@ def _threshold_passes(tables, lat, classes, ub: float, opts: DPOptions, stats: D
         def check(frac, message=message, lo_f=lo_f, hi_f=hi_f, inc=inc):
             hooks.check()
             hooks.report(0.1 + 0.89 * (lo_f + (hi_f - lo_f) * frac), message, incumbent=inc)
-        res = recursion.run(tables, T, check=check)
+        res = recursion.run(tables, T, check=check, kernel=stats.kernel)
         stats.pairs += res.pairs
         if math.isfinite(res.value) or T == math.inf or T == ub:
             if not math.isfinite(res.value) and T == ub and math.isfinite(ub):

@@ -59,12 +59,12 @@ def neighbourhood(ideals: list[int], pred_masks: list[int], succ_masks: list[int
 
 def upper_bound(num_nodes: int, pred_masks: list[int], succs: list[list[int]], common: dict, *,
                 orders: int = 6, radius: int = 1, rounds: int = 12, limit: int = 20_000,
-                check: Callable[[], None] | None = None) -> UpperBound:
+                check: Callable[[], None] | None = None, kernel: str = "auto") -> UpperBound:
     """Best chain over prefix ideals of ``orders`` topological orders, improved by local search."""
     n_orders = orders if num_nodes * orders <= limit else 1
     fam = prefix_family(num_nodes, topological_orders(num_nodes, succs, n_orders, seed=0))
     tables = recursion.Tables.build(fam, **common)
-    res = recursion.run(tables, math.inf)
+    res = recursion.run(tables, math.inf, kernel=kernel)
     best = UpperBound(res.value, tables if res.chain else None, res.chain)
     if not math.isfinite(best.value) or rounds == 0:
         return best
@@ -84,7 +84,7 @@ def upper_bound(num_nodes: int, pred_masks: list[int], succs: list[list[int]], c
         chain_ideals = [0] + [ints[i] for _, _, i in best.chain]
         fam_ints = neighbourhood(chain_ideals, pred_masks, succ_masks, num_nodes, radius=rad, limit=limit)
         tables = recursion.Tables.build(ideals_from_ints(fam_ints, num_nodes), **common)
-        res = recursion.run(tables, best.value)
+        res = recursion.run(tables, best.value, kernel=kernel)
         if res.value < best.value * (1 - 1e-12):
             best = UpperBound(res.value, tables, res.chain, r + 1)
         elif len(fam_ints) < limit and rad < radius + 2:

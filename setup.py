@@ -1,0 +1,14 @@
+"""Only the compiled part of viz_place: the DP's kernel (everything else is configured in pyproject.toml).
+
+The extension is optional at run time: when it is missing (no C compiler at install), the DP runs its numpy
+kernel and says so (``stats["kernel"] == "numpy"``).
+"""
+from setuptools import Extension, setup
+
+setup(ext_modules=[Extension(
+    "viz_place.solvers.dp._kernel",
+    sources=["viz_place/solvers/dp/_kernel.c", "viz_place/solvers/dp/_kernel_tables.c"],
+    depends=["viz_place/solvers/dp/_kernel.h"],
+    # no fused multiply-add: the kernel's floating-point results must be the numpy kernel's, bit for bit
+    extra_compile_args=["-O3", "-ffp-contract=off", "-std=c11", "-Wall"],
+    optional=True)])
