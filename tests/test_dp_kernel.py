@@ -108,11 +108,14 @@ def test_kernels_agree_on_published_workloads(name, workloads, monkeypatch):
 @compiled
 @pytest.mark.parametrize("seed", range(40))
 def test_compiled_tables_equal_numpy_tables(seed, monkeypatch):
-    inst = random_instance(32_000 + seed, n_min=4, n_max=11, training=seed % 2 == 0)
-    try:
-        t = _tables(inst)
-    except InfeasibleError as err:
-        pytest.skip(f"instance refused: {err}")
+    for draw in range(50):   # the first instance of this seed the DP accepts (some fit on no device)
+        try:
+            t = _tables(random_instance(32_000 + 100 * seed + draw, n_min=4, n_max=11, training=seed % 2 == 0))
+            break
+        except InfeasibleError:
+            continue
+    else:
+        pytest.fail("50 random instances in a row were refused")
     ids, succs = t.ideals, t.succs
     chains = chain_decomposition(ids.num_nodes, succs)
     lanes = ideals_mod.Lanes.for_chains(chains, ids.num_nodes)
