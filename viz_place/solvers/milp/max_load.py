@@ -74,6 +74,7 @@ from ..contract import Problem, SolverResult
 from ..groups import allowed_devices, device_cycle, nonconvex_devices, pipeline_order, set_text
 from .backends import OPTIMALITY_TOL, MilpOptions, relative_gap, solve_milp
 from .pipeline import add_pipeline_constraints, pipeline_start_values
+from .polish import polish
 from .result import devices_from_solution, memory_diagnosis, milp_result
 from .symmetry import add_symmetry_breaking, canonical, interchangeable_sets
 from .warm_start import best_warm_start, better_elsewhere_note, warm_start_note
@@ -121,6 +122,10 @@ class IlpOptions(MilpOptions):
     overlap: bool = field(default=False, metadata={
         "help": "communication overlaps compute: a device's load is max(compute, communication) (the paper's "
                 "Appendix G; the value is then evaluate(..., overlap=True))"})
+    polish: float = field(default=0.1, metadata={
+        "help": "share of the time limit for polishing placements with moves, swaps and kicks (the warm start, "
+                "then each new incumbent of HiGHS, which continues from the polished one); ilp-noncontig, "
+                "objective max_load without overlap; 0 = off", "min": 0.0, "max": 0.5})
 
 
 @dataclass(frozen=True)
@@ -392,6 +397,70 @@ class _BoundOnly(Hooks):
         super().report(fraction, text, force=force, **kw)
 
 
+def polishable(opts: IlpOptions) -> bool:
+    """Whether :mod:`.polish` applies: any placement (no contiguity), plain max-load, a share of time for it."""
+    return opts.polish > 0 and not opts.contiguous and opts.objective == "max_load" and not opts.overlap
+
+
+class Polisher:
+    """Polishes the warm start, then (through :func:`solve_milp`'s ``improve``) each new incumbent of the
+    back-end, within ``opts.polish`` of the time limit in all; ``best`` keeps the best placement it made
+    (device indices, value) so that nothing it found is lost if the back-end does not take it."""
+
+    #: Share of the polishing time one incumbent may use.
+    PER_CALL = 0.1
+
+    def __init__(self, problem: Problem, allowed, sym_sets, opts: IlpOptions, hooks: Hooks, *,
+                 deadline: float) -> None:
+        self.problem, self.allowed, self.sym_sets, self.hooks = problem, allowed, sym_sets, hooks
+        self.prob = problem.compiled
+        index = problem.graph.index
+        self.pinned = {int(self.prob.group[index[v]]) for v in problem.pins}
+        self.budget = opts.polish * opts.time_limit
+        self.stop_at = deadline
+        self.x: dict = {}
+        self.best: tuple[np.ndarray, float] | None = None
+        self.calls = 0
+
+    def _run(self, dev, seconds: float) -> tuple[np.ndarray, float] | None:
+        """Polish ``dev`` for at most ``seconds`` (and the budget left); the result if it is better."""
+        seconds = min(seconds, self.budget, self.stop_at - _now())
+        if seconds < 0.05:
+            return None
+        t = _now()
+        before = self.problem.value(dev)
+        out = polish(self.prob, self.allowed, dev, time_limit=seconds, pinned=self.pinned, seed=self.calls,
+                     cancel=lambda: self.hooks.cancelled)
+        self.budget -= _now() - t
+        self.calls += 1
+        out = canonical(self.prob, out, self.sym_sets)
+        value = self.problem.value(out)
+        if not value < before * (1 - 1e-9):
+            return None
+        if self.best is None or value < self.best[1]:
+            self.best = (out, value)
+        return out, value
+
+    def warm(self, warm: tuple[np.ndarray, str], *, deadline: float) -> tuple[np.ndarray, str]:
+        """The warm start polished until ``deadline`` (half the polishing time at most)."""
+        got = self._run(warm[0], min(self.budget / 2, deadline - _now()))
+        if got is None:
+            return warm
+        self.hooks.report(0.0, f"warm start polished: {got[1]:.6g}", incumbent=got[1], force=True)
+        return got[0], f"{warm[1]}, polished"
+
+    def improve(self, values) -> tuple[float, dict] | None:
+        """An incumbent of the back-end (values by name), polished: ``(value, x values)`` or ``None``."""
+        dev = np.empty(self.prob.n, dtype=np.int64)
+        for g, ds in enumerate(self.allowed):
+            dev[list(self.prob.groups[g])] = max(ds, key=lambda d: values.get(self.x[g, d].name, 0.0))
+        got = self._run(dev, self.PER_CALL * self.budget + 0.5)
+        if got is None:
+            return None
+        out, value = got
+        return value, {self.x[g, d].name: float(int(out[self.prob.groups[g][0]]) == d) for (g, d) in self.x}
+
+
 def solve(problem: Problem, opts: IlpOptions, hooks: Hooks) -> SolverResult:
     """Minimise max-load (or max forward + max backward load) with a MILP.
 
@@ -442,6 +511,10 @@ def solve(problem: Problem, opts: IlpOptions, hooks: Hooks) -> SolverResult:
             warm = (canonical(prob, warm[0], sym_sets), warm[1])
             value = problem.value(warm[0])
             hooks.report(0.0, f"warm start from {warm[1]}: {value:.6g}", incumbent=value, force=True)
+    polisher = Polisher(problem, allowed, sym_sets, opts, hooks, deadline=watch.start + opts.time_limit) \
+        if polishable(opts) else None
+    if polisher is not None and warm is not None:
+        warm = polisher.warm(warm, deadline=watch.start + (WARM_SHARE + opts.polish / 2) * opts.time_limit)
     floor = simple_lower_bound(problem.graph, problem.cluster,
                                exact_nodes=int(min(FLOOR_EXACT_NODES, 1000 * opts.time_limit)))[0]
     if np.isfinite(floor) and floor > 0:
@@ -474,10 +547,15 @@ def solve(problem: Problem, opts: IlpOptions, hooks: Hooks) -> SolverResult:
         if y:
             start_values.update(pipeline_start_values(prob, warm[0], y, order))
     remaining = max(0.1, opts.time_limit - watch.elapsed)
+    improve = None
+    if polisher is not None:
+        polisher.x = x
+        improve = polisher.improve
     res = solve_milp(lp, backend=opts.backend, time_limit=remaining, gap=opts.gap, warm_start=start_values,
-                     threads=opts.threads,
-                     hooks=hooks)
+                     threads=opts.threads, hooks=hooks, improve=improve)
     ilp_dev = devices_from_solution(prob, allowed, x, res)
+    if polisher is not None and polisher.best is not None and (warm is None or polisher.best[1] < problem.value(warm[0])):
+        warm = (polisher.best[0], "the MILP's incumbent, polished")
     if res.status == "infeasible" and warm is None:
         extra = f" {set_text(kind)}" if kind != SET_ANY else ""
         raise InfeasibleError(f"infeasible{extra}: {memory_diagnosis(prob, allowed)}")
