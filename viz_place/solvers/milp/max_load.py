@@ -404,20 +404,21 @@ def polishable(opts: IlpOptions) -> bool:
 
 class Polisher:
     """Polishes the warm start, then (through :func:`solve_milp`'s ``improve``) each new incumbent of the
-    back-end, within ``opts.polish`` of the time limit in all; ``best`` keeps the best placement it made
+    back-end, within ``opts.polish`` of the time limit in all (and until ``target``: a value the floor
+    already proves within the requested gap); ``best`` keeps the best placement it made
     (device indices, value) so that nothing it found is lost if the back-end does not take it."""
 
     #: Share of the polishing time one incumbent may use.
     PER_CALL = 0.1
 
     def __init__(self, problem: Problem, allowed, sym_sets, opts: IlpOptions, hooks: Hooks, *,
-                 deadline: float) -> None:
+                 deadline: float, target: float = 0.0) -> None:
         self.problem, self.allowed, self.sym_sets, self.hooks = problem, allowed, sym_sets, hooks
         self.prob = problem.compiled
         index = problem.graph.index
         self.pinned = {int(self.prob.group[index[v]]) for v in problem.pins}
         self.budget = opts.polish * opts.time_limit
-        self.stop_at = deadline
+        self.stop_at, self.target = deadline, target
         self.x: dict = {}
         self.best: tuple[np.ndarray, float] | None = None
         self.calls = 0
@@ -429,8 +430,10 @@ class Polisher:
             return None
         t = _now()
         before = self.problem.value(dev)
+        if before <= self.target:
+            return None
         out = polish(self.prob, self.allowed, dev, time_limit=seconds, pinned=self.pinned, seed=self.calls,
-                     cancel=lambda: self.hooks.cancelled)
+                     target=self.target, cancel=lambda: self.hooks.cancelled)
         self.budget -= _now() - t
         self.calls += 1
         out = canonical(self.prob, out, self.sym_sets)
@@ -511,15 +514,17 @@ def solve(problem: Problem, opts: IlpOptions, hooks: Hooks) -> SolverResult:
             warm = (canonical(prob, warm[0], sym_sets), warm[1])
             value = problem.value(warm[0])
             hooks.report(0.0, f"warm start from {warm[1]}: {value:.6g}", incumbent=value, force=True)
-    polisher = Polisher(problem, allowed, sym_sets, opts, hooks, deadline=watch.start + opts.time_limit) \
-        if polishable(opts) else None
-    if polisher is not None and warm is not None:
-        warm = polisher.warm(warm, deadline=watch.start + (WARM_SHARE + opts.polish / 2) * opts.time_limit)
     floor = simple_lower_bound(problem.graph, problem.cluster,
                                exact_nodes=int(min(FLOOR_EXACT_NODES, 1000 * opts.time_limit)))[0]
     if np.isfinite(floor) and floor > 0:
         hooks.report(0.0, f"proven floor {floor:.6g} (packing and volume bounds)", bound=floor,
                      incumbent=problem.value(warm[0]) if warm is not None else None, force=True)
+    # polishing stops once the floor proves the placement within the requested gap
+    target = floor / (1 - opts.gap) if np.isfinite(floor) and floor > 0 and opts.gap < 1 else 0.0
+    polisher = Polisher(problem, allowed, sym_sets, opts, hooks, deadline=watch.start + opts.time_limit,
+                        target=target) if polishable(opts) else None
+    if polisher is not None and warm is not None:
+        warm = polisher.warm(warm, deadline=watch.start + (WARM_SHARE + opts.polish / 2) * opts.time_limit)
     proven = warm is not None and np.isfinite(floor) and floor > 0 and \
         (relative_gap(problem.value(warm[0]), floor) or 0.0) <= max(opts.gap, OPTIMALITY_TOL)
     if opts.bound_phase > 0 and np.isfinite(floor) and not proven:

@@ -52,6 +52,7 @@ class _State:
         self.cap = [float(c) for c in prob.capacity]
         self.used = list(self.inc.memory)
         self.movable = movable
+        self.target, self.done = 0.0, [False]   # stop once the max-load is at most target
         finite = np.where(np.isfinite(prob.lat), prob.lat, 0.0)
         self.glat = [finite[list(m)].sum(axis=0).tolist() for m in prob.groups]
         # how much moving group g can change any device's communication (each source it touches, once)
@@ -106,6 +107,7 @@ def _climb(st: _State, stop: Callable[[], bool]) -> tuple[float, float]:
                 st.shift(g, best[1])
                 cur = st.key()
                 improved = True
+                st.done[0] = cur[0] <= st.target
             if stop():
                 return cur
         if improved:
@@ -134,6 +136,7 @@ def _climb(st: _State, stop: Callable[[], bool]) -> tuple[float, float]:
                 if _better(k, cur):
                     cur = k
                     improved = True
+                    st.done[0] = cur[0] <= st.target
                     break
                 st.shift(b, e)
                 st.shift(a, top)
@@ -147,25 +150,29 @@ def _climb(st: _State, stop: Callable[[], bool]) -> tuple[float, float]:
 
 
 def polish(prob: CompiledProblem, allowed: Sequence[Sequence[int]], dev, *, time_limit: float = 5.0,
-           pinned: set[int] | frozenset = frozenset(), seed: int = 0, kick: int = 3,
-           cancel: Callable[[], bool] | None = None) -> np.ndarray:
+           pinned: set[int] | frozenset = frozenset(), seed: int = 0, kick: int = 3, patience: int = 200,
+           target: float = 0.0, cancel: Callable[[], bool] | None = None) -> np.ndarray:
     """A placement (device index per node) at most as high in max-load as ``dev``, after at most
     ``time_limit`` seconds of moves, swaps and kicks (see the module docstring). ``allowed``: the
     devices each group may use (:func:`~viz_place.solvers.groups.allowed_devices`); ``pinned``:
-    groups that stay put; ``kick``: random moves per kick."""
+    groups that stay put; ``kick``: random moves per kick; ``patience``: kicks in a row without
+    improvement after which it stops early; ``target``: it stops once the max-load is at most this."""
     deadline = time.perf_counter() + time_limit
+    done = [False]
 
     def stop() -> bool:
-        return time.perf_counter() > deadline or (cancel is not None and cancel())
+        return done[0] or time.perf_counter() > deadline or (cancel is not None and cancel())
 
     movable = [g for g in range(len(prob.groups)) if g not in pinned and len(allowed[g]) > 1]
     st = _State(prob, allowed, dev, movable)
+    st.target, st.done = target, done
     if not movable:
         return np.asarray(st.inc.dev, dtype=np.int64)
     rng = np.random.default_rng(seed)
     best_key = _climb(st, stop)
     best = list(st.inc.dev)
-    while not stop():
+    failed = 0
+    while not stop() and failed < patience:
         loads = st.inc.loads
         top = max(range(len(loads)), key=loads.__getitem__)
         on_top = [g for g in movable if st.where(g) == top] or movable
@@ -175,8 +182,9 @@ def polish(prob: CompiledProblem, allowed: Sequence[Sequence[int]], dev, *, time
                 st.shift(int(g), int(rng.choice(ds)))
         k = _climb(st, stop)
         if _better(k, best_key):
-            best_key, best = k, list(st.inc.dev)
+            best_key, best, failed = k, list(st.inc.dev), 0
         else:                                               # back to the best placement
+            failed += 1
             for g in movable:
                 d = best[prob.groups[g][0]]
                 if st.where(g) != d:
