@@ -302,6 +302,19 @@ def _new_highs():
         os.close(saved)
 
 
+#: The ``threads`` setting HiGHS's process-wide scheduler was last started with (``None``: not yet).
+_SCHEDULER_THREADS: list[int | None] = [None]
+
+
+def _match_scheduler(threads: int) -> None:
+    """HiGHS starts one thread scheduler per process and refuses to run (status "Not Set") when a
+    later run asks for another thread count; restart it when the count changes."""
+    import highspy
+    if _SCHEDULER_THREADS[0] is not None and _SCHEDULER_THREADS[0] != threads:
+        highspy.Highs.resetGlobalScheduler(True)
+    _SCHEDULER_THREADS[0] = threads
+
+
 def _solve_highs(lp, time_limit, gap, warm_start, hooks: Hooks, threads: int,
                  improve: Improver | None = None) -> MilpResult:
     import highspy
@@ -314,6 +327,7 @@ def _solve_highs(lp, time_limit, gap, warm_start, hooks: Hooks, threads: int,
     h.setOptionValue("random_seed", 0)
     if threads:
         h.setOptionValue("threads", int(threads))
+    _match_scheduler(int(threads))
     if time_limit is not None:
         h.setOptionValue("time_limit", max(0.05, float(time_limit) - (time.perf_counter() - t_enter)))
     h.passModel(model)
