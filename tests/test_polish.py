@@ -14,7 +14,7 @@ from test_proof_bounds import lumpy_instance
 from viz_place.cost import IncrementalEvaluator, compile_problem, evaluate_indices
 from viz_place.solvers import run_solver
 from viz_place.solvers.groups import allowed_devices
-from viz_place.solvers.milp import available_backends, max_load
+from viz_place.solvers.milp import available_backends, polish as polish_module
 from viz_place.solvers.milp.backends import solve_milp
 from viz_place.solvers.milp.polish import polish
 from viz_place.testing import random_instance
@@ -119,14 +119,14 @@ def test_ilp_noncontig_with_polishing_still_proves_the_brute_force_optimum(monke
     """Without a warm start HiGHS's first incumbents get polished and handed back; the result is still
     the brute-force optimum with a bound that holds, and some incumbents were improved on the way."""
     calls = []
-    real = max_load.Polisher.improve
+    real = polish_module.Polisher.improve
 
     def counting(self, values):
         out = real(self, values)
         calls.append(out)
         return out
 
-    monkeypatch.setattr(max_load.Polisher, "improve", counting)
+    monkeypatch.setattr(polish_module.Polisher, "improve", counting)
     checked = 0
     for seed in range(10):
         inst = lumpy_instance(9500 + seed) if seed % 2 else random_instance(9500 + seed, n_max=7)

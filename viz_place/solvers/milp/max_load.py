@@ -35,6 +35,10 @@ Placement of DNN Graph Operators*), generalised to device classes and pins:
   the largest units, volume after what the slow devices can absorb). Groups are
   indivisible, which the LP relaxation cannot see: on the published layer graphs
   this floor, not branching, is what closes most of the gap;
+* ``ilp-noncontig`` on max-load (``polish``, a share of the time): the warm start
+  and every new HiGHS incumbent are polished with moves, swaps and kicks over the
+  incremental evaluator (:mod:`.polish`) and handed back to the search — a better
+  incumbent closes the gap as surely as a better bound;
 * optionally (``bound_phase``) a first MILP with only the largest groups
   integral — a relaxation, so its bound lifts the floor; off by default (it
   added nothing measurable on the published graphs).
@@ -74,7 +78,7 @@ from ..contract import Problem, SolverResult
 from ..groups import allowed_devices, device_cycle, nonconvex_devices, pipeline_order, set_text
 from .backends import OPTIMALITY_TOL, MilpOptions, relative_gap, solve_milp
 from .pipeline import add_pipeline_constraints, pipeline_start_values
-from .polish import polish
+from .polish import Polisher, polishable
 from .result import devices_from_solution, memory_diagnosis, milp_result
 from .symmetry import add_symmetry_breaking, canonical, interchangeable_sets
 from .warm_start import best_warm_start, better_elsewhere_note, warm_start_note
@@ -395,73 +399,6 @@ class _BoundOnly(Hooks):
             kw["data"] = data
         text = "bound phase: " + (f"bound {kw['bound']:.6g}" if kw.get("bound") is not None else "running")
         super().report(fraction, text, force=force, **kw)
-
-
-def polishable(opts: IlpOptions) -> bool:
-    """Whether :mod:`.polish` applies: any placement (no contiguity), plain max-load, a share of time for it."""
-    return opts.polish > 0 and not opts.contiguous and opts.objective == "max_load" and not opts.overlap
-
-
-class Polisher:
-    """Polishes the warm start, then (through :func:`solve_milp`'s ``improve``) each new incumbent of the
-    back-end, within ``opts.polish`` of the time limit in all (and until ``target``: a value the floor
-    already proves within the requested gap); ``best`` keeps the best placement it made
-    (device indices, value) so that nothing it found is lost if the back-end does not take it."""
-
-    #: Share of the polishing time one incumbent may use.
-    PER_CALL = 0.1
-
-    def __init__(self, problem: Problem, allowed, sym_sets, opts: IlpOptions, hooks: Hooks, *,
-                 deadline: float, target: float = 0.0) -> None:
-        self.problem, self.allowed, self.sym_sets, self.hooks = problem, allowed, sym_sets, hooks
-        self.prob = problem.compiled
-        index = problem.graph.index
-        self.pinned = {int(self.prob.group[index[v]]) for v in problem.pins}
-        self.budget = opts.polish * opts.time_limit
-        self.stop_at, self.target = deadline, target
-        self.x: dict = {}
-        self.best: tuple[np.ndarray, float] | None = None
-        self.calls = 0
-
-    def _run(self, dev, seconds: float) -> tuple[np.ndarray, float] | None:
-        """Polish ``dev`` for at most ``seconds`` (and the budget left); the result if it is better."""
-        seconds = min(seconds, self.budget, self.stop_at - _now())
-        if seconds < 0.05:
-            return None
-        t = _now()
-        before = self.problem.value(dev)
-        if before <= self.target:
-            return None
-        out = polish(self.prob, self.allowed, dev, time_limit=seconds, pinned=self.pinned, seed=self.calls,
-                     target=self.target, cancel=lambda: self.hooks.cancelled)
-        self.budget -= _now() - t
-        self.calls += 1
-        out = canonical(self.prob, out, self.sym_sets)
-        value = self.problem.value(out)
-        if not value < before * (1 - 1e-9):
-            return None
-        if self.best is None or value < self.best[1]:
-            self.best = (out, value)
-        return out, value
-
-    def warm(self, warm: tuple[np.ndarray, str], *, deadline: float) -> tuple[np.ndarray, str]:
-        """The warm start polished until ``deadline`` (half the polishing time at most)."""
-        got = self._run(warm[0], min(self.budget / 2, deadline - _now()))
-        if got is None:
-            return warm
-        self.hooks.report(0.0, f"warm start polished: {got[1]:.6g}", incumbent=got[1], force=True)
-        return got[0], f"{warm[1]}, polished"
-
-    def improve(self, values) -> tuple[float, dict] | None:
-        """An incumbent of the back-end (values by name), polished: ``(value, x values)`` or ``None``."""
-        dev = np.empty(self.prob.n, dtype=np.int64)
-        for g, ds in enumerate(self.allowed):
-            dev[list(self.prob.groups[g])] = max(ds, key=lambda d: values.get(self.x[g, d].name, 0.0))
-        got = self._run(dev, self.PER_CALL * self.budget + 0.5)
-        if got is None:
-            return None
-        out, value = got
-        return value, {self.x[g, d].name: float(int(out[self.prob.groups[g][0]]) == d) for (g, d) in self.x}
 
 
 def solve(problem: Problem, opts: IlpOptions, hooks: Hooks) -> SolverResult:

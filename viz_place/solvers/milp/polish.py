@@ -16,6 +16,10 @@ the slow CPU has room left, but no *single* group move lowers the max-load.
 
 It returns the best placement seen and never a worse one than it was given
 (values are the evaluator's: :class:`~viz_place.cost.IncrementalEvaluator`).
+:class:`Polisher` is the glue for ``ilp-noncontig`` (:func:`polishable` says
+when it applies): it polishes the warm start, then each new HiGHS incumbent,
+which :func:`~viz_place.solvers.milp.backends.solve_milp` hands back to the
+search (its ``improve`` hook).
 
 >>> from viz_place.cost import compile_problem, evaluate_indices
 >>> from viz_place.testing import random_instance
@@ -37,6 +41,9 @@ import numpy as np
 
 from ...cost import IncrementalEvaluator
 from ...cost.compiled import CompiledProblem
+from ..base import Hooks
+from ..contract import Problem
+from .symmetry import canonical
 
 #: Relative improvement below which a step does not count (float noise of the incremental sums).
 EPS = 1e-12
@@ -190,3 +197,70 @@ def polish(prob: CompiledProblem, allowed: Sequence[Sequence[int]], dev, *, time
                 if st.where(g) != d:
                     st.shift(g, d)
     return np.asarray(best, dtype=np.int64)
+
+
+def polishable(opts) -> bool:
+    """Whether :mod:`.polish` applies: any placement (no contiguity), plain max-load, a share of time for it."""
+    return opts.polish > 0 and not opts.contiguous and opts.objective == "max_load" and not opts.overlap
+
+
+class Polisher:
+    """Polishes the warm start, then (through :func:`solve_milp`'s ``improve``) each new incumbent of the
+    back-end, within ``opts.polish`` of the time limit in all (and until ``target``: a value the floor
+    already proves within the requested gap); ``best`` keeps the best placement it made
+    (device indices, value) so that nothing it found is lost if the back-end does not take it."""
+
+    #: Share of the polishing time one incumbent may use.
+    PER_CALL = 0.1
+
+    def __init__(self, problem: Problem, allowed, sym_sets, opts, hooks: Hooks, *,
+                 deadline: float, target: float = 0.0) -> None:
+        self.problem, self.allowed, self.sym_sets, self.hooks = problem, allowed, sym_sets, hooks
+        self.prob = problem.compiled
+        index = problem.graph.index
+        self.pinned = {int(self.prob.group[index[v]]) for v in problem.pins}
+        self.budget = opts.polish * opts.time_limit
+        self.stop_at, self.target = deadline, target
+        self.x: dict = {}
+        self.best: tuple[np.ndarray, float] | None = None
+        self.calls = 0
+
+    def _run(self, dev, seconds: float) -> tuple[np.ndarray, float] | None:
+        """Polish ``dev`` for at most ``seconds`` (and the budget left); the result if it is better."""
+        seconds = min(seconds, self.budget, self.stop_at - time.perf_counter())
+        if seconds < 0.05:
+            return None
+        t = time.perf_counter()
+        before = self.problem.value(dev)
+        if before <= self.target:
+            return None
+        out = polish(self.prob, self.allowed, dev, time_limit=seconds, pinned=self.pinned, seed=self.calls,
+                     target=self.target, cancel=lambda: self.hooks.cancelled)
+        self.budget -= time.perf_counter() - t
+        self.calls += 1
+        out = canonical(self.prob, out, self.sym_sets)
+        value = self.problem.value(out)
+        if not value < before * (1 - 1e-9):
+            return None
+        if self.best is None or value < self.best[1]:
+            self.best = (out, value)
+        return out, value
+
+    def warm(self, warm: tuple[np.ndarray, str], *, deadline: float) -> tuple[np.ndarray, str]:
+        """The warm start polished until ``deadline`` (half the polishing time at most)."""
+        got = self._run(warm[0], min(self.budget / 2, deadline - time.perf_counter()))
+        if got is None:
+            return warm
+        self.hooks.report(0.0, f"warm start polished: {got[1]:.6g}", incumbent=got[1], force=True)
+        return got[0], f"{warm[1]}, polished"
+
+    def improve(self, values) -> tuple[float, dict] | None:
+        """An incumbent of the back-end (values by name), polished: ``(value, x values)`` or ``None``."""
+        dev = np.empty(self.prob.n, dtype=np.int64)
+        for g, ds in enumerate(self.allowed):
+            dev[list(self.prob.groups[g])] = max(ds, key=lambda d: values.get(self.x[g, d].name, 0.0))
+        got = self._run(dev, self.PER_CALL * self.budget + 0.5)
+        if got is None:
+            return None
+        out, value = got
+        return value, {self.x[g, d].name: float(int(out[self.prob.groups[g][0]]) == d) for (g, d) in self.x}
