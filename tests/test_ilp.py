@@ -318,3 +318,13 @@ def test_overlap_option_matches_the_evaluator_with_overlap():
             assert p.claimed_value <= evaluate(inst.graph, inst.cluster, p).value(name) + 1e-9
             checked += 1
     assert checked >= 10
+
+
+@need_highs
+def test_highs_runs_with_different_thread_counts_in_one_process():
+    """HiGHS keeps one scheduler per process and refused ("Not Set") a run asking for another thread
+    count than the first; the adapter restarts the scheduler when the count changes."""
+    for threads in (0, 1, 2, 1, 0):
+        lp, lower = _knapsack()
+        r = solve_milp(lp, backend="highs", time_limit=5, threads=threads)
+        assert r.has_solution and r.objective >= lower - 1e-6, (threads, r.status, r.message)

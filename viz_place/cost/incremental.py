@@ -113,34 +113,40 @@ class IncrementalEvaluator:
     def max_load(self) -> float:
         return max(self.loads)
 
+    def relocate(self, i: int, new: int) -> set[int]:
+        """Move node ``i`` to device ``new`` without building a :class:`MoveDelta` (the fast path of
+        searches that only read :attr:`loads`); returns the indices of the devices whose figures changed."""
+        old = self.dev[i]
+        if new == old:
+            return set()
+        affected = {i, *self.prob.data_preds[i]}
+        touched = {old, new}
+        for u in affected:
+            for d, x in self._contribution(u):
+                self.comm[d] -= x
+                touched.add(d)
+        for p in self.prob.data_preds[i]:
+            c = self._cnt[p]
+            c[old] -= 1
+            c[new] = c.get(new, 0) + 1
+        self.dev[i] = new
+        for u in affected:
+            for d, x in self._contribution(u):
+                self.comm[d] += x
+                touched.add(d)
+        self.compute[old] -= self._lat[i][old]
+        self.compute[new] += self._lat[i][new]
+        self._bad[old] -= self._unsupported[i][old]
+        self._bad[new] += self._unsupported[i][new]
+        self.memory[old] -= self._size[i]
+        self.memory[new] += self._size[i]
+        return touched
+
     def move(self, i: int, new: int) -> MoveDelta:
         """Move node ``i`` to device ``new``; return what changed."""
         old = self.dev[i]
         names = self.prob.device_names
-        if new != old:
-            affected = {i, *self.prob.data_preds[i]}
-            touched = {old, new}
-            for u in affected:
-                for d, x in self._contribution(u):
-                    self.comm[d] -= x
-                    touched.add(d)
-            for p in self.prob.data_preds[i]:
-                c = self._cnt[p]
-                c[old] -= 1
-                c[new] = c.get(new, 0) + 1
-            self.dev[i] = new
-            for u in affected:
-                for d, x in self._contribution(u):
-                    self.comm[d] += x
-                    touched.add(d)
-            self.compute[old] -= self._lat[i][old]
-            self.compute[new] += self._lat[i][new]
-            self._bad[old] -= self._unsupported[i][old]
-            self._bad[new] += self._unsupported[i][new]
-            self.memory[old] -= self._size[i]
-            self.memory[new] += self._size[i]
-        else:
-            touched = set()
+        touched = self.relocate(i, new)
         loads = self.loads
         best = max(range(len(loads)), key=loads.__getitem__)
         changed = {names[d]: DeviceChange(self.compute_of(d), self.comm[d], loads[d], self.memory[d])

@@ -30,7 +30,7 @@ import os
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Callable, Mapping
 
 import numpy as np
 import pulp
@@ -151,14 +151,22 @@ def relative_gap(value: float | None, bound: float | None) -> float | None:
     return max(0.0, (value - bound) / abs(value))
 
 
+#: ``improve(values)``: given an incumbent (values by variable name), a better one —
+#: ``(objective, {name: value})``, the integer variables suffice — or ``None``.
+Improver = Callable[[Mapping[str, float]], "tuple[float, Mapping[str, float]] | None"]
+
+
 def solve_milp(lp: pulp.LpProblem, *, backend: str = "cbc", time_limit: float | None = None, gap: float = 0.0,
                warm_start: Mapping[str, float] | None = None, hooks: Hooks | None = None,
-               threads: int = 0) -> MilpResult:
+               threads: int = 0, improve: Improver | None = None) -> MilpResult:
     """Solve ``lp`` (a minimisation) and return a :class:`MilpResult`.
 
     ``warm_start`` maps variable names to values (integer variables suffice).
     ``hooks`` receives progress and is polled for cancel. ``threads``: 0 = the
-    back-end's default (HiGHS automatic, CBC 1).
+    back-end's default (HiGHS automatic, CBC 1). ``improve`` (HiGHS only; CBC
+    ignores it): called on each new incumbent; a better solution it returns is
+    handed back to the search (HiGHS's user-solution callback completes the
+    continuous variables), so the search prunes against it and its gap closes.
     """
     hooks = hooks or Hooks()
     name = resolve_backend(backend)
@@ -166,7 +174,7 @@ def solve_milp(lp: pulp.LpProblem, *, backend: str = "cbc", time_limit: float | 
         raise SolverError("solve_milp expects a minimisation problem")
     start = time.perf_counter()
     if name == "highs":
-        res = _solve_highs(lp, time_limit, gap, warm_start, hooks, threads)
+        res = _solve_highs(lp, time_limit, gap, warm_start, hooks, threads, improve)
     else:
         from .cbc import solve_cbc
         res = solve_cbc(lp, time_limit, gap, warm_start, hooks, threads or 1)
@@ -294,7 +302,21 @@ def _new_highs():
         os.close(saved)
 
 
-def _solve_highs(lp, time_limit, gap, warm_start, hooks: Hooks, threads: int) -> MilpResult:
+#: The ``threads`` setting HiGHS's process-wide scheduler was last started with (``None``: not yet).
+_SCHEDULER_THREADS: list[int | None] = [None]
+
+
+def _match_scheduler(threads: int) -> None:
+    """HiGHS starts one thread scheduler per process and refuses to run (status "Not Set") when a
+    later run asks for another thread count; restart it when the count changes."""
+    import highspy
+    if _SCHEDULER_THREADS[0] is not None and _SCHEDULER_THREADS[0] != threads:
+        highspy.Highs.resetGlobalScheduler(True)
+    _SCHEDULER_THREADS[0] = threads
+
+
+def _solve_highs(lp, time_limit, gap, warm_start, hooks: Hooks, threads: int,
+                 improve: Improver | None = None) -> MilpResult:
     import highspy
     t_enter = time.perf_counter()      # converting the model counts against the time limit
     model, variables, col = _highs_model(lp)
@@ -305,6 +327,7 @@ def _solve_highs(lp, time_limit, gap, warm_start, hooks: Hooks, threads: int) ->
     h.setOptionValue("random_seed", 0)
     if threads:
         h.setOptionValue("threads", int(threads))
+    _match_scheduler(int(threads))
     if time_limit is not None:
         h.setOptionValue("time_limit", max(0.05, float(time_limit) - (time.perf_counter() - t_enter)))
     h.passModel(model)
@@ -334,9 +357,29 @@ def _solve_highs(lp, time_limit, gap, warm_start, hooks: Hooks, threads: int) ->
         if v is not None:
             state["incumbent"] = v
             _report(hooks, t0, time_limit, v, state["bound"], force=True)
+            if improve is not None:
+                state["pending"] = np.array(e.data_out.mip_solution, dtype=float)
+
+    def on_user_solution(e) -> None:
+        sol = state.pop("pending", None)
+        if sol is None or state["stopped_by"] or len(sol) != len(variables):
+            return
+        better = improve({v.name: float(sol[i]) for i, v in enumerate(variables)})
+        if better is None:
+            return
+        value, values = better
+        idx = [col[k] for k in values if k in col]
+        if not idx or (state["incumbent"] is not None and value >= state["incumbent"]):
+            return
+        e.data_in.setSolution(np.array(idx, dtype=np.int32), np.array([float(values[k]) for k in values if k in col]))
+        e.data_in.repairSolution()
+        state["incumbent"] = value
+        _report(hooks, t0, time_limit, value, state["bound"], force=True)
 
     h.cbMipInterrupt.subscribe(on_interrupt)
     h.cbMipImprovingSolution.subscribe(on_improving)
+    if improve is not None:
+        h.cbMipUserSolution.subscribe(on_user_solution)
     h.run()
     status = h.getModelStatus()
     info = h.getInfo()

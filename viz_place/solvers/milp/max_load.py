@@ -35,6 +35,10 @@ Placement of DNN Graph Operators*), generalised to device classes and pins:
   the largest units, volume after what the slow devices can absorb). Groups are
   indivisible, which the LP relaxation cannot see: on the published layer graphs
   this floor, not branching, is what closes most of the gap;
+* ``ilp-noncontig`` on max-load (``polish``, a share of the time): the warm start
+  and every new HiGHS incumbent are polished with moves, swaps and kicks over the
+  incremental evaluator (:mod:`.polish`) and handed back to the search — a better
+  incumbent closes the gap as surely as a better bound;
 * optionally (``bound_phase``) a first MILP with only the largest groups
   integral — a relaxation, so its bound lifts the floor; off by default (it
   added nothing measurable on the published graphs).
@@ -74,6 +78,7 @@ from ..contract import Problem, SolverResult
 from ..groups import allowed_devices, device_cycle, nonconvex_devices, pipeline_order, set_text
 from .backends import OPTIMALITY_TOL, MilpOptions, relative_gap, solve_milp
 from .pipeline import add_pipeline_constraints, pipeline_start_values
+from .polish import Polisher, polishable
 from .result import devices_from_solution, memory_diagnosis, milp_result
 from .symmetry import add_symmetry_breaking, canonical, interchangeable_sets
 from .warm_start import best_warm_start, better_elsewhere_note, warm_start_note
@@ -121,6 +126,10 @@ class IlpOptions(MilpOptions):
     overlap: bool = field(default=False, metadata={
         "help": "communication overlaps compute: a device's load is max(compute, communication) (the paper's "
                 "Appendix G; the value is then evaluate(..., overlap=True))"})
+    polish: float = field(default=0.1, metadata={
+        "help": "share of the time limit for polishing placements with moves, swaps and kicks (the warm start, "
+                "then each new incumbent of HiGHS, which continues from the polished one); ilp-noncontig, "
+                "objective max_load without overlap; 0 = off", "min": 0.0, "max": 0.5})
 
 
 @dataclass(frozen=True)
@@ -447,6 +456,12 @@ def solve(problem: Problem, opts: IlpOptions, hooks: Hooks) -> SolverResult:
     if np.isfinite(floor) and floor > 0:
         hooks.report(0.0, f"proven floor {floor:.6g} (packing and volume bounds)", bound=floor,
                      incumbent=problem.value(warm[0]) if warm is not None else None, force=True)
+    # polishing stops once the floor proves the placement within the requested gap
+    target = floor / (1 - opts.gap) if np.isfinite(floor) and floor > 0 and opts.gap < 1 else 0.0
+    polisher = Polisher(problem, allowed, sym_sets, opts, hooks, deadline=watch.start + opts.time_limit,
+                        target=target) if polishable(opts) else None
+    if polisher is not None and warm is not None:
+        warm = polisher.warm(warm, deadline=watch.start + (WARM_SHARE + opts.polish / 2) * opts.time_limit)
     proven = warm is not None and np.isfinite(floor) and floor > 0 and \
         (relative_gap(problem.value(warm[0]), floor) or 0.0) <= max(opts.gap, OPTIMALITY_TOL)
     if opts.bound_phase > 0 and np.isfinite(floor) and not proven:
@@ -474,10 +489,15 @@ def solve(problem: Problem, opts: IlpOptions, hooks: Hooks) -> SolverResult:
         if y:
             start_values.update(pipeline_start_values(prob, warm[0], y, order))
     remaining = max(0.1, opts.time_limit - watch.elapsed)
+    improve = None
+    if polisher is not None:
+        polisher.x = x
+        improve = polisher.improve
     res = solve_milp(lp, backend=opts.backend, time_limit=remaining, gap=opts.gap, warm_start=start_values,
-                     threads=opts.threads,
-                     hooks=hooks)
+                     threads=opts.threads, hooks=hooks, improve=improve)
     ilp_dev = devices_from_solution(prob, allowed, x, res)
+    if polisher is not None and polisher.best is not None and (warm is None or polisher.best[1] < problem.value(warm[0])):
+        warm = (polisher.best[0], "the MILP's incumbent, polished")
     if res.status == "infeasible" and warm is None:
         extra = f" {set_text(kind)}" if kind != SET_ANY else ""
         raise InfeasibleError(f"infeasible{extra}: {memory_diagnosis(prob, allowed)}")
