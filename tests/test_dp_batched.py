@@ -19,7 +19,7 @@ import pytest
 from viz_place.cost import compile_problem
 from viz_place.errors import InfeasibleError
 from viz_place.model import OpGraph
-from viz_place.solvers.dp import recursion, solver as dp
+from viz_place.solvers.dp import recursion, solver as dp, tables
 from viz_place.solvers.dp.contraction import _UnionFind, _merge_zero_cost_leaves, contract, lexicographic_order
 from viz_place.solvers.dp.ideals import chain_decomposition, enumerate_ideals
 from viz_place.testing import random_instance
@@ -55,7 +55,7 @@ def _run(t, threshold, mode, monkeypatch, kernel="auto"):
     monkeypatch.setattr(recursion, "_BATCH_C", batch)       # the compiled kernel's groups (it always scans)
     monkeypatch.setattr(recursion, "_WALK", walk)
     monkeypatch.setattr(recursion, "_WALK_BELOW", 2.0)     # walk wherever the window is large enough
-    monkeypatch.setattr(recursion, "_ITEMS", items)
+    monkeypatch.setattr(tables, "_ITEMS", items)
     return recursion.run(t, threshold, kernel=kernel)
 
 

@@ -38,6 +38,18 @@ def test_relocate_matches_the_full_evaluation():
         assert inc.comm == pytest.approx([f.communication for f in full.devices], rel=1e-9, abs=1e-9)
 
 
+def _brute_forced(first_seed: int, count: int):
+    """``(seed, instance, brute-force max-load)`` of small instances, lumpy and random by turns (seeds
+    ``first_seed ..``), those too large to brute-force or with no feasible placement left out."""
+    for seed in range(count):
+        inst = lumpy_instance(first_seed + seed) if seed % 2 else random_instance(first_seed + seed, n_max=7)
+        if combos(inst) > MAX_COMBOS:
+            continue
+        best = brute_force(inst, "max_load")
+        if not math.isinf(best):
+            yield seed, inst, best
+
+
 def _first_fit(prob, allowed, rng) -> np.ndarray | None:
     """A random placement within memory (groups in random order, each on a random device that fits)."""
     used = np.zeros(prob.num_devices)
@@ -55,13 +67,7 @@ def _first_fit(prob, allowed, rng) -> np.ndarray | None:
 
 def test_polish_returns_valid_placements_no_worse_and_often_optimal():
     checked = optimal = 0
-    for seed in range(60):
-        inst = lumpy_instance(9300 + seed) if seed % 2 else random_instance(9300 + seed, n_max=7)
-        if combos(inst) > MAX_COMBOS:
-            continue
-        best = brute_force(inst, "max_load")
-        if math.isinf(best):
-            continue
+    for seed, inst, best in _brute_forced(9300, 60):
         prob = compile_problem(inst.graph, inst.cluster)
         allowed = allowed_devices(prob, inst.pins)
         start = _first_fit(prob, allowed, np.random.default_rng(seed))
@@ -128,13 +134,7 @@ def test_ilp_noncontig_with_polishing_still_proves_the_brute_force_optimum(monke
 
     monkeypatch.setattr(polish_module.Polisher, "improve", counting)
     checked = 0
-    for seed in range(10):
-        inst = lumpy_instance(9500 + seed) if seed % 2 else random_instance(9500 + seed, n_max=7)
-        if combos(inst) > MAX_COMBOS:
-            continue
-        best = brute_force(inst, "max_load")
-        if math.isinf(best):
-            continue
+    for seed, inst, best in _brute_forced(9500, 10):
         n_before = len(calls)
         p = run_solver("ilp-noncontig", inst.graph, inst.cluster, pins=inst.pins,
                        options={"backend": "highs", "time_limit": 20, "warm_start": False, "polish": 0.3,

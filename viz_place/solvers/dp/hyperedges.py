@@ -12,7 +12,7 @@ per-chain counts:
 * so ``X`` cuts ``h`` iff neither holds.
 
 For a pair ``J ⊆ I`` and a hyperedge ``h`` cut by ``I``, the communication
-correction (:meth:`~.recursion.Tables.comm`) needs ``[J meets h]`` (``J ⊄
+correction (:meth:`~.tables.Tables.comm`) needs ``[J meets h]`` (``J ⊄
 free(h)``) and ``[h ∩ I ⊆ J]`` (the down-closure of ``h ∩ I``, one per (ideal,
 cut hyperedge) entry, ``⊆ J``).
 
