@@ -52,14 +52,14 @@ EPS = 1e-12
 class _State:
     """The incremental evaluator plus per-device memory and group lists, with whole-group moves."""
 
-    def __init__(self, prob: CompiledProblem, allowed, dev, movable) -> None:
+    def __init__(self, prob: CompiledProblem, allowed, dev, movable, target: float = 0.0) -> None:
         self.prob, self.allowed = prob, allowed
         self.inc = IncrementalEvaluator(prob, dev)
         self.size = [float(prob.size[list(m)].sum()) for m in prob.groups]
         self.cap = [float(c) for c in prob.capacity]
         self.used = list(self.inc.memory)
         self.movable = movable
-        self.target, self.done = 0.0, [False]   # stop once the max-load is at most target
+        self.target, self.at_target = target, False   # stop once the max-load is at most target
         finite = np.where(np.isfinite(prob.lat), prob.lat, 0.0)
         self.glat = [finite[list(m)].sum(axis=0).tolist() for m in prob.groups]
         # how much moving group g can change any device's communication (each source it touches, once)
@@ -114,7 +114,7 @@ def _climb(st: _State, stop: Callable[[], bool]) -> tuple[float, float]:
                 st.shift(g, best[1])
                 cur = st.key()
                 improved = True
-                st.done[0] = cur[0] <= st.target
+                st.at_target = cur[0] <= st.target
             if stop():
                 return cur
         if improved:
@@ -143,7 +143,7 @@ def _climb(st: _State, stop: Callable[[], bool]) -> tuple[float, float]:
                 if _better(k, cur):
                     cur = k
                     improved = True
-                    st.done[0] = cur[0] <= st.target
+                    st.at_target = cur[0] <= st.target
                     break
                 st.shift(b, e)
                 st.shift(a, top)
@@ -165,14 +165,11 @@ def polish(prob: CompiledProblem, allowed: Sequence[Sequence[int]], dev, *, time
     groups that stay put; ``kick``: random moves per kick; ``patience``: kicks in a row without
     improvement after which it stops early; ``target``: it stops once the max-load is at most this."""
     deadline = time.perf_counter() + time_limit
-    done = [False]
+    movable = [g for g in range(len(prob.groups)) if g not in pinned and len(allowed[g]) > 1]
+    st = _State(prob, allowed, dev, movable, target)
 
     def stop() -> bool:
-        return done[0] or time.perf_counter() > deadline or (cancel is not None and cancel())
-
-    movable = [g for g in range(len(prob.groups)) if g not in pinned and len(allowed[g]) > 1]
-    st = _State(prob, allowed, dev, movable)
-    st.target, st.done = target, done
+        return st.at_target or time.perf_counter() > deadline or (cancel is not None and cancel())
     if not movable:
         return np.asarray(st.inc.dev, dtype=np.int64)
     rng = np.random.default_rng(seed)
