@@ -31,7 +31,6 @@ once, however many edges lead there.
 from __future__ import annotations
 
 import heapq
-
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
