@@ -73,29 +73,36 @@ class SolverOptions:
     """
 
     def __post_init__(self) -> None:
-        hints = _type_hints(type(self))
-        for f in dataclasses.fields(self):
-            meta = f.metadata
-            value = _coerce(f.name, getattr(self, f.name), hints.get(f.name))
+        for name, hint, meta in _field_plan(type(self)):
+            value = _coerce(name, getattr(self, name), hint)
             aliases = meta.get("aliases") or {}
             if isinstance(value, str) and value in aliases:
                 value = aliases[value]
-            object.__setattr__(self, f.name, value)
+            object.__setattr__(self, name, value)
             if "choices" in meta and value not in meta["choices"]:
-                raise _option_error(f.name, f"{value!r} is not one of {list(meta['choices'])}")
+                raise _option_error(name, f"{value!r} is not one of {list(meta['choices'])}")
             if _is_number(value):
                 if "min" in meta and value < meta["min"]:
-                    raise _option_error(f.name, f"{value!r} is below the minimum {meta['min']}")
+                    raise _option_error(name, f"{value!r} is below the minimum {meta['min']}")
                 if "max" in meta and value > meta["max"]:
-                    raise _option_error(f.name, f"{value!r} is above the maximum {meta['max']}")
-                if f.name == "time_limit" and value <= 0:
-                    raise _option_error(f.name, f"{value!r} seconds: a time limit must be positive "
-                                                "(leave it out for the solver's default)")
+                    raise _option_error(name, f"{value!r} is above the maximum {meta['max']}")
+                if name == "time_limit" and value <= 0:
+                    raise _option_error(name, f"{value!r} seconds: a time limit must be positive "
+                                              "(leave it out for the solver's default)")
 
     def to_dict(self) -> dict[str, Any]:
         """The options as plain values (``internal`` fields left out); ``make_options`` reads it back."""
-        return {f.name: copy.deepcopy(getattr(self, f.name))
-                for f in dataclasses.fields(self) if not f.metadata.get("internal")}
+        return {name: _plain_copy(getattr(self, name))
+                for name, _, meta in _field_plan(type(self)) if not meta.get("internal")}
+
+
+#: Values copied as they are by :meth:`SolverOptions.to_dict` (immutable: a deep copy would return them unchanged).
+_ATOMS = (type(None), bool, int, float, str)
+
+
+def _plain_copy(value: Any) -> Any:
+    """``copy.deepcopy(value)``, without its machinery for the immutable scalars options mostly hold."""
+    return value if type(value) in _ATOMS else copy.deepcopy(value)
 
 
 def _is_number(x: Any) -> bool:
@@ -107,7 +114,8 @@ def _option_error(name: str, text: str) -> SolverError:
 
 
 def _type_hints(cls: type) -> dict[str, Any]:
-    """The resolved annotations of an options class (resolved once per class: classes do not change)."""
+    """The resolved annotations of an options class (resolved once per class: classes do not change; a
+    registered solver's are resolved when it registers, see :func:`prepare_options_class`)."""
     hints = _HINTS.get(cls)
     if hints is None:
         try:
@@ -118,7 +126,25 @@ def _type_hints(cls: type) -> dict[str, Any]:
     return hints
 
 
+def _field_plan(cls: type) -> tuple[tuple[str, Any, Mapping[str, Any]], ...]:
+    """``(name, resolved annotation, metadata)`` of every field of options class ``cls``, once per class."""
+    plan = _PLANS.get(cls)
+    if plan is None:
+        hints = _type_hints(cls)
+        plan = tuple((f.name, hints.get(f.name), f.metadata) for f in dataclasses.fields(cls))
+        _PLANS[cls] = plan
+    return plan
+
+
+def prepare_options_class(cls: type) -> None:
+    """Resolve the annotations and field list of options class ``cls`` now (at registration: one-time work that
+    would otherwise land in the first solve, where ``typing`` compiles each string annotation)."""
+    if dataclasses.is_dataclass(cls):
+        _field_plan(cls)
+
+
 _HINTS: "weakref.WeakKeyDictionary[type, dict[str, Any]]" = weakref.WeakKeyDictionary()
+_PLANS: "weakref.WeakKeyDictionary[type, tuple]" = weakref.WeakKeyDictionary()
 
 
 def _coerce(name: str, value: Any, tp: Any) -> Any:

@@ -16,7 +16,7 @@ from typing import Any, Callable, Mapping
 
 from ..errors import SolverError
 from ..model import Cluster, OpGraph, Placement, canonical_objective
-from .base import Hooks, Stopwatch, collector_paused, collector_resumed
+from .base import Hooks, Stopwatch, collector_paused, collector_resumed, prepare_options_class
 from .contract import NEEDS, Problem, SolverResult, build_placement, prepare
 
 
@@ -68,7 +68,9 @@ _REGISTRY: dict[str, SolverInfo] = {}
 
 
 def register(info: SolverInfo) -> SolverInfo:
-    """Add (or replace) a solver under ``info.name``."""
+    """Add (or replace) a solver under ``info.name`` (its options class's annotations resolved now, not in its
+    first run)."""
+    prepare_options_class(info.options_cls)
     _REGISTRY[info.name] = info
     return info
 
