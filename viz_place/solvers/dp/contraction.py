@@ -32,7 +32,7 @@ Steps (the paper's, each keeping the optimum over contiguous placements):
 from __future__ import annotations
 
 import heapq
-import itertools
+import math
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -79,14 +79,17 @@ class _UnionFind:
     def __init__(self, n: int, parent: list[int] | None = None) -> None:
         self.parent = list(range(n)) if parent is None else parent
 
-    def roots(self) -> np.ndarray:
-        """The root of every element (``find`` of each), by pointer jumping on the parent array."""
-        r = np.array(self.parent, dtype=np.int64)
-        while True:
-            up = r[r]
-            if np.array_equal(up, r):
-                return r
-            r = up
+    def roots(self) -> list[int]:
+        """The root of every element (``find`` of each, in plain Python: faster than arrays at every size the
+        DP reaches)."""
+        p = self.parent
+        out = p[:]
+        for a, r in enumerate(out):
+            if p[r] != r:
+                r = self.find(r)
+                p[a] = r
+                out[a] = r
+        return out
 
     def find(self, a: int) -> int:
         p = self.parent
@@ -114,10 +117,14 @@ def contract(graph: OpGraph, cluster: Cluster, *, pins: dict[str, str] | None = 
     """
     prob = compile_problem(graph, cluster)
     n = prob.n
-    back = prob.backward
+    backward = prob.backward.tolist()
     # colour classes: every member joins its group's first (smallest) member, the root union() would give it
-    first = np.fromiter((members[0] for members in prob.groups), dtype=np.int64, count=len(prob.groups))
-    uf = _UnionFind(n, first[prob.group].tolist() if n else [])
+    parent = [0] * n
+    for members in prob.groups:
+        first = members[0]
+        for m in members:
+            parent[m] = first
+    uf = _UnionFind(n, parent)
     reasons: list[str] = []
     if contract_layers:
         by_layer: dict[str, int] = {}
@@ -130,28 +137,34 @@ def contract(graph: OpGraph, cluster: Cluster, *, pins: dict[str, str] | None = 
             else:
                 by_layer[layer] = i
     artificial = [graph.node(nid).artificial for nid in prob.node_ids]
-    backward = back.tolist()
     # orphaned colour classes: every forward member is an artificial twin
-    orphan_group = np.array([all(artificial[m] for m in members if not backward[m]) for members in prob.groups],
-                            dtype=bool)
-    orphan = orphan_group[prob.group] if n else np.zeros(0, dtype=bool)
-    src = np.repeat(np.arange(n, dtype=np.int64), [len(x) for x in prob.succs])      # every edge, artificial too
-    dst = np.fromiter(itertools.chain.from_iterable(prob.succs), dtype=np.int64, count=src.size)
-    both_fwd = ~back[src] & ~back[dst]
-    both_back_orphan = back[src] & back[dst] & (orphan[src] | orphan[dst])
+    orphan = [False] * n
+    for members in prob.groups:
+        if all(artificial[m] for m in members if not backward[m]):
+            for m in members:
+                orphan[m] = True
+    # every edge, artificial too: between forward nodes (kept as is), and between backward nodes with an orphaned
+    # end (mirrored: the ordering edge fwd(vb) -> fwd(ub))
+    fwd_edges, mirrored = [], []
+    for u, succ in enumerate(prob.succs):
+        if backward[u]:
+            for v in succ:
+                if backward[v] and (orphan[u] or orphan[v]):
+                    mirrored.append((v, u))
+        else:
+            fwd_edges.extend((u, v) for v in succ if not backward[v])
 
     def forward_edges() -> set[tuple[int, int]]:
         """Edges between the roots of forward nodes, and the mirrored ordering edge of every backward edge with an
         orphaned end."""
         root = uf.roots()
-        ru, rv = root[src], root[dst]
-        apart = ru != rv
-        f, b = both_fwd & apart, both_back_orphan & apart
-        return set(zip(np.concatenate([ru[f], rv[b]]).tolist(), np.concatenate([rv[f], ru[b]]).tolist()))
+        out = {(root[a], root[b]) for a, b in fwd_edges}
+        out.update((root[a], root[b]) for a, b in mirrored)
+        return {e for e in out if e[0] != e[1]}
 
     # fuse cycles until the supernode graph is a DAG (a topological order exists: the common case, no networkx)
     while True:
-        roots = sorted(set(uf.roots().tolist()))     # (np.unique: a lazy import costing more)
+        roots = sorted(set(uf.roots()))
         edges = forward_edges()
         if lexicographic_order(roots, edges) is not None:
             break
@@ -169,7 +182,7 @@ def contract(graph: OpGraph, cluster: Cluster, *, pins: dict[str, str] | None = 
     unsafe = 0
     if zero_cost_leaves != "off":
         unsafe = _merge_zero_cost_leaves(graph, cluster, prob, uf, pins or {}, always=zero_cost_leaves == "always")
-        roots = sorted(set(uf.roots().tolist()))     # (np.unique: a lazy import costing more)
+        roots = sorted(set(uf.roots()))
         edges = forward_edges()
     order = lexicographic_order(roots, edges)
     if order is None:
@@ -178,13 +191,12 @@ def contract(graph: OpGraph, cluster: Cluster, *, pins: dict[str, str] | None = 
     edges = {(pos[a], pos[b]) for a, b in edges}
     if linearize:
         edges |= {(k, k + 1) for k in range(len(order) - 1)}
-    pos_of_root = np.zeros(max(n, 1), dtype=np.int64)
-    pos_of_root[np.array(order, dtype=np.int64)] = np.arange(len(order))
-    node_super = pos_of_root[uf.roots()] if n else np.zeros(0, dtype=np.int64)
-    by_super = np.argsort(node_super, kind="stable")          # node positions grouped by supernode, ascending
-    ends = np.cumsum(np.bincount(node_super, minlength=len(order))).tolist()
-    members = tuple(by_super[a:b] for a, b in zip([0, *ends[:-1]], ends))
-    return Contracted(num=len(order), members=members, node_super=node_super,
+    node_super = [pos[r] for r in uf.roots()]
+    by_super: list[list[int]] = [[] for _ in order]       # node positions grouped by supernode, ascending
+    for i, s in enumerate(node_super):
+        by_super[s].append(i)
+    members = tuple(np.array(m, dtype=np.int64) for m in by_super)
+    return Contracted(num=len(order), members=members, node_super=np.array(node_super, dtype=np.int64),
                       edges=tuple(sorted(edges)), reasons=tuple(reasons), unsafe_merges=unsafe)
 
 
@@ -226,12 +238,20 @@ def _merge_zero_cost_leaves(graph: OpGraph, cluster: Cluster, prob, uf: _UnionFi
     memory_free = not caps or float(prob.size.sum()) <= min(caps)
     unsafe = 0
     # candidate nodes (forward or backward): zero latency on every kind, zero size (or memory never binds), not pinned
-    ok_node = [((node.size == 0 or memory_free or always) and i not in pinned
-                and all(node.latency.get(k, np.inf) == 0 for k in kinds))
-               for i, node in enumerate(map(graph.node, prob.node_ids))]
+    ok_node = []
+    for i, nid in enumerate(prob.node_ids):
+        node = graph.node(nid)
+        ok = (node.size == 0 or memory_free or always) and i not in pinned
+        if ok:
+            lat = node.latency
+            for k in kinds:
+                if lat.get(k, math.inf) != 0:
+                    ok = False
+                    break
+        ok_node.append(ok)
     members: dict[int, list[int]] = {}
     all_ok: dict[int, bool] = {}
-    for i, r in enumerate(uf.roots().tolist()):
+    for i, r in enumerate(uf.roots()):
         members.setdefault(r, []).append(i)
         all_ok[r] = all_ok.get(r, True) and ok_node[i]
 
