@@ -83,52 +83,51 @@ def compile_problem(graph: OpGraph, cluster: Cluster) -> CompiledProblem:
     ids = graph.node_ids
     index = graph.index
     devices = cluster.devices
-    n, D = len(ids), len(devices)
-    nodes = [graph.node(i) for i in ids]
-    lat = np.full((n, D), np.inf)
-    class_names = [c.name for c in cluster.classes]
-    for ci, cls in enumerate(cluster.classes):
-        cols = [d for d, dev in enumerate(devices) if dev.cls.name == cls.name]
-        if not cols:
-            continue
-        col = np.array([nd.latency.get(cls.kind, np.inf) for nd in nodes], dtype=float) / cls.speed
-        lat[:, cols] = col[:, None]
+    n = len(ids)
+    nodes = graph.nodes()
+    inf = np.inf
+    # latency per class (its kind's figure / its speed), one column per device: a class's devices are consecutive
+    per_class = [[nd.latency.get(cls.kind, inf) / cls.speed for nd in nodes] for cls in cluster.classes]
+    lat = np.repeat(np.array(per_class, dtype=float).reshape(len(per_class), n).T,
+                    [cls.count for cls in cluster.classes], axis=1)
     size = np.array([nd.size for nd in nodes], dtype=float)
     tcost = np.array([nd.transfer_cost for nd in nodes], dtype=float)
     backward = np.array([nd.backward for nd in nodes], dtype=bool)
     pays = np.array([d.cls.pays_communication for d in devices], dtype=bool)
     link = np.array([d.cls.link_factor for d in devices], dtype=float)
-    capacity = np.array([np.inf if d.cls.memory is None else d.cls.memory for d in devices], dtype=float)
-    g = graph.nx
-    preds = [[] for _ in range(n)]
-    succs = [[] for _ in range(n)]
-    dpreds = [[] for _ in range(n)]
-    dsuccs = [[] for _ in range(n)]
+    capacity = np.array([inf if d.cls.memory is None else d.cls.memory for d in devices], dtype=float)
+    preds: list[list[int]] = [[] for _ in range(n)]
+    succs: list[tuple[int, ...]] = [()] * n
+    dpreds: list[list[int]] = [[] for _ in range(n)]
+    dsuccs: list[tuple[int, ...]] = [()] * n
     es, ed = [], []
-    for u, nbrs in g._succ.items():        # the adjacency itself: g.edges(data=True) order, without its views
+    for u, nbrs in graph.nx._succ.items():   # the adjacency itself: g.edges(data=True) order, without its views
         iu = index[u]
-        su, du = succs[iu], dsuccs[iu]
-        for v, a in nbrs.items():
-            iv = index[v]
+        row = [index[v] for v in nbrs]
+        succs[iu] = tuple(row)
+        for iv in row:
             preds[iv].append(iu)
-            su.append(iv)
-            if not a.get("artificial"):
-                es.append(iu)
-                ed.append(iv)
-                dpreds[iv].append(iu)
-                du.append(iv)
-    groups = [tuple(index[m] for m in members) for members in graph.colocation_groups]
-    group = np.empty(n, dtype=np.int64)
-    if groups:
-        group[np.fromiter((i for idx in groups for i in idx), dtype=np.int64, count=n)] = np.repeat(
-            np.arange(len(groups)), [len(idx) for idx in groups])
-    device_class = np.array([class_names.index(d.cls.name) for d in devices], dtype=np.int64)
+        if any(a.get("artificial") for a in nbrs.values()):
+            row = [iv for iv, a in zip(row, nbrs.values()) if not a.get("artificial")]
+        dsuccs[iu] = tuple(row)
+        for iv in row:
+            dpreds[iv].append(iu)
+        es.extend([iu] * len(row))
+        ed.extend(row)
+    groups = [tuple(map(index.__getitem__, members)) for members in graph.colocation_groups]
+    group_of = [0] * n
+    for gi, idx in enumerate(groups):
+        for i in idx:
+            group_of[i] = gi
+    group = np.array(group_of, dtype=np.int64)
+    class_of = {c.name: ci for ci, c in enumerate(cluster.classes)}
+    device_class = np.array([class_of[d.cls.name] for d in devices], dtype=np.int64)
     prob = CompiledProblem(
         graph=graph, cluster=cluster, node_ids=ids, device_names=cluster.device_names,
         lat=lat, size=size, tcost=tcost, backward=backward, pays=pays, link=link, capacity=capacity,
         esrc=np.array(es, dtype=np.int64), edst=np.array(ed, dtype=np.int64),
-        preds=tuple(map(tuple, preds)), succs=tuple(map(tuple, succs)),
-        data_preds=tuple(map(tuple, dpreds)), data_succs=tuple(map(tuple, dsuccs)),
+        preds=tuple(map(tuple, preds)), succs=tuple(succs),
+        data_preds=tuple(map(tuple, dpreds)), data_succs=tuple(dsuccs),
         group=group, groups=tuple(groups), device_class=device_class,
     )
     for arr in (lat, size, tcost, backward, pays, link, capacity, group, device_class):
