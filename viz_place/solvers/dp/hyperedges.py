@@ -68,16 +68,19 @@ def _per_node_counts(K: int, succs: list[list[int]], chains: list[list[int]]) ->
     """Per node and chain: how many chain nodes are ancestors-or-self of it, and how many are not
     descendants-or-self of it (the down-set ``free`` of that node)."""
     if _compiled is not None and K:
-        chain_of, pos = np.zeros(K, dtype=np.int64), np.zeros(K, dtype=np.int64)
+        chain_of, pos = [0] * K, [0] * K
         for ci, ch in enumerate(chains):
-            chain_of[ch] = ci
-            pos[ch] = np.arange(len(ch))
-        succ_ptr = np.concatenate([[0], np.cumsum([len(x) for x in succs])]).astype(np.int64)
-        succ = np.fromiter(itertools.chain.from_iterable(succs), dtype=np.int64, count=int(succ_ptr[-1]))
+            for p, v in enumerate(ch):
+                chain_of[v], pos[v] = ci, p
+        succ_ptr = [0]
+        for x in succs:
+            succ_ptr.append(succ_ptr[-1] + len(x))
+        succ = np.fromiter(itertools.chain.from_iterable(succs), dtype=np.int64, count=succ_ptr[-1])
         below = np.empty((K, len(chains)), dtype=np.int64)
         free = np.empty((K, len(chains)), dtype=np.int64)
-        _compiled.node_counts(succ_ptr, succ, chain_of, pos, np.array([len(c) for c in chains], dtype=np.int64),
-                              below, free)
+        i8 = np.int64
+        _compiled.node_counts(np.array(succ_ptr, dtype=i8), succ, np.array(chain_of, dtype=i8), np.array(pos, dtype=i8),
+                              np.array([len(c) for c in chains], dtype=i8), below, free)
         return below, free
     anc = [0] * K
     preds: list[list[int]] = [[] for _ in range(K)]

@@ -262,38 +262,44 @@ class Lanes:
     @classmethod
     def for_chains(cls, chains: list[list[int]], num_nodes: int) -> "Lanes":
         """One lane per chain, just wide enough for its count plus the guard bit, packed first-fit into words."""
-        chain_of = np.zeros(num_nodes, dtype=np.int64)
+        chain_of = [0] * num_nodes
         for ci, c in enumerate(chains):
-            chain_of[c] = ci
-        C = len(chains)
-        word = np.zeros(C, dtype=np.int64)
-        shift = np.zeros(C, dtype=np.int64)
+            for v in c:
+                chain_of[v] = ci
+        word, shift = [], []
         fill: list[int] = []            # bits used per word
-        for ci, c in enumerate(chains):
+        for c in chains:
             width = len(c).bit_length() + 1
             w = next((w for w, used in enumerate(fill) if used + width <= 64), len(fill))
             if w == len(fill):
                 fill.append(0)
-            word[ci], shift[ci] = w, fill[w]
+            word.append(w)
+            shift.append(fill[w])
             fill[w] += width
-        guard = np.zeros(max(1, len(fill)), dtype=np.uint64)
-        for ci, c in enumerate(chains):
-            guard[word[ci]] |= np.uint64(1) << np.uint64(shift[ci] + len(c).bit_length())
-        return cls(chain_of=chain_of, word=word, shift=shift, guard=guard)
+        guard = [0] * max(1, len(fill))
+        for w, sh, c in zip(word, shift, chains):
+            guard[w] |= 1 << (sh + len(c).bit_length())
+        return cls(chain_of=np.array(chain_of, dtype=np.int64), word=np.array(word, dtype=np.int64),
+                   shift=np.array(shift, dtype=np.int64), guard=np.array(guard, dtype=np.uint64))
 
     def node_weights(self) -> np.ndarray:
         """(K, P) uint64: a one in the lane of each node's chain (prefix-sum these over ideals)."""
-        K = self.chain_of.size
-        out = np.zeros((K, self.guard.size), dtype=np.uint64)
-        c = self.chain_of
-        out[np.arange(K), self.word[c]] = np.left_shift(np.uint64(1), self.shift[c].astype(np.uint64))
-        return out
+        K, P = self.chain_of.size, self.guard.size
+        word, shift = self.word.tolist(), self.shift.tolist()
+        flat = [0] * (K * P)
+        for v, c in enumerate(self.chain_of.tolist()):
+            flat[v * P + word[c]] = 1 << shift[c]
+        return np.array(flat, dtype=np.uint64).reshape(K, P)
 
     def pack_counts(self, counts: np.ndarray) -> np.ndarray:
         """(M, P) uint64 packing of per-chain counts (M, C)."""
+        # the lanes of one word are disjoint bits: their sum is their packing
+        shifted = counts.astype(np.uint64) << self.shift.astype(np.uint64)
+        if self.guard.size == 1:
+            return shifted.sum(1, dtype=np.uint64).reshape(-1, 1)
         out = np.zeros((counts.shape[0], self.guard.size), dtype=np.uint64)
-        for ci in range(self.word.size):
-            out[:, self.word[ci]] += counts[:, ci].astype(np.uint64) << np.uint64(self.shift[ci])
+        for w in range(self.guard.size):
+            out[:, w] = shifted[:, self.word == w].sum(1, dtype=np.uint64)
         return out
 
     def unpack(self, packed: np.ndarray) -> np.ndarray:
