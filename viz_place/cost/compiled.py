@@ -103,17 +103,18 @@ def compile_problem(graph: OpGraph, cluster: Cluster) -> CompiledProblem:
     es, ed = [], []
     for u, nbrs in graph.nx._succ.items():   # the adjacency itself: g.edges(data=True) order, without its views
         iu = index[u]
-        row = [index[v] for v in nbrs]
-        succs[iu] = tuple(row)
-        for iv in row:
+        row, data = [], []
+        for v, a in nbrs.items():
+            iv = index[v]
+            row.append(iv)
             preds[iv].append(iu)
-        if any(a.get("artificial") for a in nbrs.values()):
-            row = [iv for iv, a in zip(row, nbrs.values()) if not a.get("artificial")]
-        dsuccs[iu] = tuple(row)
-        for iv in row:
-            dpreds[iv].append(iu)
-        es.extend([iu] * len(row))
-        ed.extend(row)
+            if not a.get("artificial"):
+                data.append(iv)
+                dpreds[iv].append(iu)
+        succs[iu] = tuple(row)
+        dsuccs[iu] = tuple(data)
+        es.extend([iu] * len(data))
+        ed.extend(data)
     groups = [tuple(map(index.__getitem__, members)) for members in graph.colocation_groups]
     group_of = [0] * n
     for gi, idx in enumerate(groups):

@@ -136,7 +136,8 @@ def contract(graph: OpGraph, cluster: Cluster, *, pins: dict[str, str] | None = 
                 uf.union(by_layer[layer], i)
             else:
                 by_layer[layer] = i
-    artificial = [graph.node(nid).artificial for nid in prob.node_ids]
+    nodes = graph.nodes()        # in prob.node_ids order
+    artificial = [node.artificial for node in nodes]
     # orphaned colour classes: every forward member is an artificial twin
     orphan = [False] * n
     for members in prob.groups:
@@ -181,7 +182,8 @@ def contract(graph: OpGraph, cluster: Cluster, *, pins: dict[str, str] | None = 
                     uf.union(comp[0], c)
     unsafe = 0
     if zero_cost_leaves != "off":
-        unsafe = _merge_zero_cost_leaves(graph, cluster, prob, uf, pins or {}, always=zero_cost_leaves == "always")
+        unsafe = _merge_zero_cost_leaves(graph, cluster, prob, uf, pins or {}, always=zero_cost_leaves == "always",
+                                         nodes=nodes)
         roots = sorted(set(uf.roots()))
         edges = forward_edges()
     order = lexicographic_order(roots, edges)
@@ -208,28 +210,30 @@ def lexicographic_order(nodes: list[int], edges: set[tuple[int, int]]) -> list[i
     ([0, 2, 1, 3], None)
     """
     indeg = dict.fromkeys(nodes, 0)
-    out: dict[int, list[int]] = {}
+    out: dict[int, list[int]] = {v: [] for v in nodes}
     for a, b in edges:
         indeg[b] += 1
-        out.setdefault(a, []).append(b)
-    heap = [v for v in nodes if indeg[v] == 0]
+        out[a].append(b)
+    heap = [v for v in nodes if not indeg[v]]
     heapq.heapify(heap)
     order = []
+    pop, push = heapq.heappop, heapq.heappush
     while heap:
-        v = heapq.heappop(heap)
+        v = pop(heap)
         order.append(v)
-        for w in out.get(v, ()):
+        for w in out[v]:
             indeg[w] -= 1
-            if indeg[w] == 0:
-                heapq.heappush(heap, w)
+            if not indeg[w]:
+                push(heap, w)
     return order if len(order) == len(nodes) else None
 
 
 def _merge_zero_cost_leaves(graph: OpGraph, cluster: Cluster, prob, uf: _UnionFind, pins: dict[str, str], *,
-                            always: bool = False) -> int:
+                            always: bool = False, nodes=None) -> int:
     """Merge zero-cost supernodes adjacent to a single other supernode (see step 5).
 
-    Returns how many merges moved memory that could break a limit (only with ``always``)."""
+    ``nodes``: ``graph.nodes()`` when the caller has it. Returns how many merges moved memory that could break a
+    limit (only with ``always``)."""
     n = prob.n
     kinds = {c.kind for c in cluster.classes}
     pinned = {prob.graph.index[p] for p in pins}
@@ -239,8 +243,7 @@ def _merge_zero_cost_leaves(graph: OpGraph, cluster: Cluster, prob, uf: _UnionFi
     unsafe = 0
     # candidate nodes (forward or backward): zero latency on every kind, zero size (or memory never binds), not pinned
     ok_node = []
-    for i, nid in enumerate(prob.node_ids):
-        node = graph.node(nid)
+    for i, node in enumerate(graph.nodes() if nodes is None else nodes):
         ok = (node.size == 0 or memory_free or always) and i not in pinned
         if ok:
             lat = node.latency

@@ -136,7 +136,8 @@ class _Pass:
             self.cap_used = self.usage @ (t.rho * self.T) + self.tol             # lower-mass the used devices hold
             self.cap_left = (counts - self.usage) @ (t.rho * self.T) + self.tol  # ... and the unused ones
         self.pays_any = bool(t.pays.any())
-        self.comp_of = [np.ascontiguousarray(t.comp[:, c]) for c in range(self.k)]
+        if kernel == "numpy":     # per-class compute columns for :meth:`feasible_pairs` (the compiled kernel reads t)
+            self.comp_of = [np.ascontiguousarray(t.comp[:, c]) for c in range(self.k)]
         self.active = [c for c in range(self.k) if t.counts[c] > 0]
         # the reached ideals (some state finite: a chain within T reaches them), by position in ``order``;
         # a J without one can never improve best[I], so only these are candidates

@@ -133,14 +133,13 @@ def _dp_classes(cluster: Cluster, pins: dict[str, str], prob) -> list[_Class]:
 
 def _hyperedges(prob, ct: Contracted) -> list[tuple[int, float]]:
     agg: dict[int, float] = {}
-    sup = ct.node_super
-    for u in range(prob.n):
-        tc = float(prob.tcost[u])
-        if tc <= 0 or not prob.data_succs[u]:
+    sup = ct.node_super.tolist()
+    for u, (tc, succ) in enumerate(zip(prob.tcost.tolist(), prob.data_succs)):
+        if tc <= 0 or not succ:
             continue
-        mask = 1 << int(sup[u])
-        for v in prob.data_succs[u]:
-            mask |= 1 << int(sup[v])
+        mask = 1 << sup[u]
+        for v in succ:
+            mask |= 1 << sup[v]
         if mask & (mask - 1):
             agg[mask] = agg.get(mask, 0.0) + tc
     return list(agg.items())
@@ -229,7 +228,7 @@ def _solve(problem: Problem, opts: DPOptions, user_hooks: Hooks) -> SolverResult
     classes = _dp_classes(cluster, pins, prob)
     for cl in classes:   # more devices than supernodes can never be used
         cl.count = min(cl.count, ct.num)
-    states = int(np.prod([cl.count + 1 for cl in classes], dtype=float))
+    states = math.prod(cl.count + 1 for cl in classes)
     _check_memory(states, 1, opts)
     pin_of = _check_pins(graph, ct, prob, pins)
     lat, size, forbid = _supernode_tables(graph, prob, ct, classes, pin_of)
