@@ -68,7 +68,8 @@ class CompiledProblem:
 
     def to_assignment(self, dev: Any) -> dict[str, str]:
         names = self.device_names
-        return {n: names[int(d)] for n, d in zip(self.node_ids, dev)}
+        idx = np.asarray(dev).astype(np.int64, copy=False).tolist()   # int() of each entry, in one call
+        return {n: names[d] for n, d in zip(self.node_ids, idx)}
 
 
 _CACHE: "weakref.WeakKeyDictionary[OpGraph, dict[Cluster, CompiledProblem]]" = weakref.WeakKeyDictionary()
