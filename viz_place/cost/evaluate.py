@@ -242,12 +242,11 @@ def evaluate_indices(prob: CompiledProblem, dev: np.ndarray, *, pins: Mapping[st
         fload, bload = comp_f + comm_f, comp_b + comm_b
     violations = list(_violations or ())
     violations.extend(_violations_of(prob, dev, node_lat, memory, pins))
-    cap = prob.capacity
-    devices = tuple(
-        DeviceFigures(names[d], prob.cluster.devices[d].cls.name, float(compute[d]), float(comm[d]),
-                      float(load[d]), float(memory[d]), None if math.isinf(cap[d]) else float(cap[d]),
-                      float(fload[d]), float(bload[d]), int(counts[d]))
-        for d in range(D))
+    # per device, as Python floats (one tolist() per figure: the same values as float() of each entry)
+    rows = zip(names, prob.cluster.devices, compute.tolist(), comm.tolist(), load.tolist(), memory.tolist(),
+               prob.capacity.tolist(), fload.tolist(), bload.tolist(), counts.tolist())
+    devices = tuple(DeviceFigures(name, device.cls.name, c, m, ld, mem, None if math.isinf(cap) else cap, f, b, k)
+                    for name, device, c, m, ld, mem, cap, f, b, k in rows)
     max_load = float(load.max()) if D else 0.0
     bottleneck = names[int(load.argmax())] if D and prob.n else None
     return Evaluation(devices=devices, max_load=max_load, bottleneck=bottleneck,

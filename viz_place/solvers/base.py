@@ -73,8 +73,10 @@ class SolverOptions:
     """
 
     def __post_init__(self) -> None:
-        for name, hint, meta in _field_plan(type(self)):
-            value = _coerce(name, getattr(self, name), hint)
+        for name, hint, meta, optional in _field_plan(type(self)):
+            value = getattr(self, name)
+            if not (value is None and optional):     # (None where the annotation allows it: _coerce keeps it)
+                value = _coerce(name, value, hint)
             aliases = meta.get("aliases") or {}
             if isinstance(value, str) and value in aliases:
                 value = aliases[value]
@@ -93,7 +95,7 @@ class SolverOptions:
     def to_dict(self) -> dict[str, Any]:
         """The options as plain values (``internal`` fields left out); ``make_options`` reads it back."""
         return {name: _plain_copy(getattr(self, name))
-                for name, _, meta in _field_plan(type(self)) if not meta.get("internal")}
+                for name, _, meta, _ in _field_plan(type(self)) if not meta.get("internal")}
 
 
 #: Values copied as they are by :meth:`SolverOptions.to_dict` (immutable: a deep copy would return them unchanged).
@@ -126,14 +128,20 @@ def _type_hints(cls: type) -> dict[str, Any]:
     return hints
 
 
-def _field_plan(cls: type) -> tuple[tuple[str, Any, Mapping[str, Any]], ...]:
-    """``(name, resolved annotation, metadata)`` of every field of options class ``cls``, once per class."""
+def _field_plan(cls: type) -> tuple[tuple[str, Any, Mapping[str, Any], bool], ...]:
+    """``(name, resolved annotation, metadata, takes None)`` of every field of options class ``cls``, once per class."""
     plan = _PLANS.get(cls)
     if plan is None:
         hints = _type_hints(cls)
-        plan = tuple((f.name, hints.get(f.name), f.metadata) for f in dataclasses.fields(cls))
+        plan = tuple((f.name, hints.get(f.name), f.metadata, _takes_none(hints.get(f.name)))
+                     for f in dataclasses.fields(cls))
         _PLANS[cls] = plan
     return plan
+
+
+def _takes_none(tp: Any) -> bool:
+    """Whether annotation ``tp`` is a union with ``None`` (``float | None``): :func:`_coerce` keeps ``None`` there."""
+    return typing.get_origin(tp) in (typing.Union, types.UnionType) and type(None) in typing.get_args(tp)
 
 
 def prepare_options_class(cls: type) -> None:

@@ -194,14 +194,19 @@ def _placement_from_chain(prob, ct: Contracted, tables: recursion.Tables, classe
     """Device index per node (``prob`` order) of a chain of sets, the ``t``-th set of class ``c`` on that class's
     ``t``-th instance."""
     used = [0] * len(classes)
-    dev_of_super = np.full(ct.num, -1, dtype=np.int64)
+    dev_of_super = [-1] * ct.num
     bits = tables.ideals.bits
     for c, j, i in reversed(chain):
         dev = prob.cluster.device_index(classes[c].instances[used[c]])
         used[c] += 1
-        new = np.unpackbits((bits[i] & ~bits[j]).view(np.uint8), bitorder="little")[: ct.num]
-        dev_of_super[new.astype(bool)] = dev
-    return dev_of_super[ct.node_super]
+        new = 0            # the supernodes of I \ J as one Python int (64 per word)
+        for w, (a, b) in enumerate(zip(bits[i].tolist(), bits[j].tolist())):
+            new |= (a & ~b) << (64 * w)
+        while new:
+            low = new & -new
+            new ^= low
+            dev_of_super[low.bit_length() - 1] = dev
+    return np.array(dev_of_super, dtype=np.int64)[ct.node_super]
 
 
 def solve(problem: Problem, opts: DPOptions, user_hooks: Hooks) -> SolverResult:
