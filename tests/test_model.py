@@ -21,6 +21,21 @@ def test_valid_graph_topological_ids():
     assert g.node("a").supported_on("fpga")
 
 
+@pytest.mark.parametrize("seed", range(30))
+def test_topological_ids_are_networkx_lexicographic_order(seed):
+    """node_ids: the smallest insertion position first, whether the nodes were inserted in a topological order (its
+    shortcut: that order itself) or shuffled."""
+    import random
+    rng = random.Random(seed)
+    n = rng.randrange(1, 25)
+    edges = [(f"n{u}", f"n{v}") for u in range(n) for v in range(u + 1, n) if rng.random() < 0.15]
+    for order in (list(range(n)), rng.sample(range(n), n)):
+        g = OpGraph.from_records([rec(f"n{i}") for i in order], edges)
+        assert g.node_ids == tuple(nx.lexicographical_topological_sort(g.nx, key=g._order_key))
+        if order == sorted(order):
+            assert g.node_ids == tuple(f"n{i}" for i in order)
+
+
 @pytest.mark.parametrize("nodes, edges, message", [
     ([rec("a"), rec("b")], [("a", "b"), ("b", "a")], "cycle: a -> b -> a"),
     ([rec("a"), rec("a")], [], "duplicate node id 'a'"),

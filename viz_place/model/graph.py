@@ -233,6 +233,10 @@ class OpGraph:
         g = self._g
         position = self._insertion
         names = list(g.nodes)
+        # when every edge goes forward in insertion order (files usually list nodes so), that order is the answer:
+        # the smallest available position is then always the next one
+        if all(position[u] < position[v] for u, nbrs in g._succ.items() for v in nbrs):
+            return tuple(names)
         indeg = [len(g._pred[n]) for n in names]
         heap = [i for i, d in enumerate(indeg) if d == 0]
         heapq.heapify(heap)
