@@ -145,8 +145,7 @@ class _Pass:
         self.pos_of[t.order] = np.arange(N)
         self.reached = self.pos_of[:1].copy()
         self.is_reached = np.zeros(N, dtype=bool)
-        self.is_reached[0] = True
-        self._index_reached()
+        self.is_reached[0] = True     # (r_low, r_ideal: indexed by each group, :meth:`group`)
         if kernel == "c":
             tptr = np.cumsum([0] + [x.size for x in self.targets]).astype(np.int64)
             self.c_states = (np.ascontiguousarray(np.concatenate(self.targets), dtype=np.int64), tptr,
