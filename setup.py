@@ -7,7 +7,8 @@ from setuptools import Extension, setup
 
 setup(ext_modules=[Extension(
     "viz_place.solvers.dp._kernel",
-    sources=["viz_place/solvers/dp/_kernel.c", "viz_place/solvers/dp/_kernel_tables.c"],
+    sources=["viz_place/solvers/dp/_kernel.c", "viz_place/solvers/dp/_kernel_tables.c",
+             "viz_place/solvers/dp/_kernel_ideals.c"],
     depends=["viz_place/solvers/dp/_kernel.h"],
     # no fused multiply-add: the kernel's floating-point results must be the numpy kernel's, bit for bit
     extra_compile_args=["-O3", "-ffp-contract=off", "-std=c11", "-Wall"],

@@ -4,7 +4,8 @@
   bit, with the same pair count, on random instances (inference and training, colour classes, memory, pins, 2–3
   classes), with and without a threshold, in one group and in many, on a family whose packed counts need two words,
   and on published workloads;
-* the compiled prefix sums, hyperedge tables and per-node chain counts equal the numpy ones;
+* the compiled prefix sums, hyperedge tables and per-node chain counts equal the numpy ones, and the compiled ideal
+  enumeration the Python one (order, parents, levels, limit, progress calls);
 * the solver reports which kernel ran, takes ``kernel`` as an option, and refuses an unknown one;
 * the compiled functions refuse inconsistent input (sizes, out-of-range indices) with a ValueError instead of
   reading out of bounds.
@@ -136,6 +137,61 @@ def test_compiled_tables_equal_numpy_tables(seed, monkeypatch):
         a, b = getattr(c_hx, field), getattr(n_hx, field)
         assert a.dtype == b.dtype and np.array_equal(a, b), field
     assert all(np.array_equal(a, b) for a, b in zip(c_counts, n_counts))
+
+
+def _random_dag(rng, K, p):
+    succs = [sorted({w for w in range(v + 1, min(K, v + 1 + int(rng.integers(1, 12)))) if rng.random() < p})
+             for v in range(K)]
+    pred = [0] * K
+    for v in range(K):
+        for w in succs[v]:
+            pred[w] |= 1 << v
+    return pred, succs
+
+
+@compiled
+@pytest.mark.parametrize("seed", range(40))
+def test_compiled_ideals_equal_python_ideals(seed):
+    """The same ideals in the same order with the same parents, added nodes and levels; the same limit error and
+    the same progress calls; on one word of nodes and on several (K > 64)."""
+    rng = np.random.default_rng(seed)
+    for _ in range(8):
+        K = int(rng.choice([rng.integers(1, 12), rng.integers(1, 70), rng.integers(60, 160)]))
+        pred, succs = _random_dag(rng, K, float(rng.choice([0.05, 0.2, 0.5])))
+        limit = int(rng.choice([20_000, 60, 5000]))
+        got, calls = [], [[], []]
+        for which, f in enumerate((ideals_mod._python_ideals, ideals_mod._compiled_ideals)):
+            try:
+                got.append(f(K, pred, succs, limit, calls[which].append))
+            except ideals_mod.TooManyIdeals as err:
+                got.append((err.found, err.limit))
+        a, b = got
+        assert calls[0] == calls[1]
+        if isinstance(a, tuple):
+            assert a == b
+            continue
+        for field in ("bits", "parent", "added", "level_starts"):
+            x, y = getattr(a, field), getattr(b, field)
+            assert x.dtype == y.dtype and x.shape == y.shape and np.array_equal(x, y), field
+        assert b.complete and b.num_nodes == K
+
+
+@compiled
+def test_compiled_ideals_stop_on_a_raising_check_and_refuse_bad_input():
+    from viz_place.errors import Cancelled
+    from viz_place.solvers.dp import _kernel
+
+    def stop(count):
+        raise Cancelled()
+    with pytest.raises(Cancelled):           # 2**20 ideals: the check runs at 4,096
+        ideals_mod._compiled_ideals(20, [0] * 20, [[] for _ in range(20)], 10**7, stop)
+    pred = ideals_mod.ints_to_bits([0, 1], 2)
+    with pytest.raises(ValueError, match="successor"):
+        _kernel.ideals(pred, np.array([0, 1, 1], np.int64), np.array([7], np.int64), 100, None)
+    with pytest.raises(ValueError, match="succ_ptr"):
+        _kernel.ideals(pred, np.array([0, 2, 1], np.int64), np.array([1], np.int64), 100, None)
+    with pytest.raises(ValueError, match="pred"):
+        _kernel.ideals(np.zeros(3, np.uint64), np.array([0, 1, 1], np.int64), np.array([1], np.int64), 100, None)
 
 
 def _chain_graph(n=6):

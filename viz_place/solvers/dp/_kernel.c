@@ -359,6 +359,9 @@ done:
 }
 
 static PyMethodDef methods[] = {
+    {"ideals", kernel_ideals, METH_VARARGS,
+     "ideals(pred, succ_ptr, succ, limit, check) -> (bits, parent, added, level_starts) or None beyond limit "
+     "(viz_place/solvers/dp/ideals.py enumerate_ideals, the same order)."},
     {"node_counts", kernel_node_counts, METH_VARARGS, "Per node and chain: the counts of its down-set and free set."},
     {"cuts", kernel_cuts, METH_VARARGS, "The hyperedge cut tables of viz_place/solvers/dp/hyperedges.py (see the source)."},
     {"prefix_sums", kernel_prefix_sums, METH_VARARGS,

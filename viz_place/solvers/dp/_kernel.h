@@ -44,5 +44,7 @@ static inline int within(const uint64_t *small, const uint64_t *big, const uint6
 PyObject *kernel_prefix_sums(PyObject *self, PyObject *args);
 PyObject *kernel_cuts(PyObject *self, PyObject *args);
 PyObject *kernel_node_counts(PyObject *self, PyObject *args);
+/* ... and the ideals themselves (_kernel_ideals.c) */
+PyObject *kernel_ideals(PyObject *self, PyObject *args);
 
 #endif

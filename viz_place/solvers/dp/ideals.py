@@ -15,6 +15,7 @@ size ...) then follow as ``value[i] = value[parent[i]] + w[added[i]]``
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Callable
 
@@ -109,7 +110,31 @@ def enumerate_ideals(num_nodes: int, pred_masks: list[int], succs: list[list[int
 
     Raises :class:`TooManyIdeals` as soon as more than ``limit`` are found;
     ``check(count)`` is called every few thousand ideals (progress / cancel).
+    With the compiled kernel built, the kernel lists them (the same ideals in the same order,
+    ``tests/test_dp_kernel.py``); else the Python loop below.
     """
+    if _compiled is not None and num_nodes > 0:
+        return _compiled_ideals(num_nodes, pred_masks, succs, limit, check)
+    return _python_ideals(num_nodes, pred_masks, succs, limit, check)
+
+
+def _compiled_ideals(num_nodes: int, pred_masks: list[int], succs: list[list[int]], limit: int, check) -> Ideals:
+    ptr = [0]
+    for x in succs:
+        ptr.append(ptr[-1] + len(x))
+    succ = np.fromiter(itertools.chain.from_iterable(succs), dtype=np.int64, count=ptr[-1])
+    got = _compiled.ideals(ints_to_bits(pred_masks, num_nodes), np.array(ptr, dtype=np.int64), succ,
+                           min(limit, 2**62), check)
+    if got is None:
+        raise TooManyIdeals(limit + 1, limit)
+    bits, parent, added, starts = got
+    return Ideals(num_nodes=num_nodes, bits=np.frombuffer(bits, dtype=np.uint64).reshape(-1, words_for(num_nodes)),
+                  parent=np.frombuffer(parent, dtype=np.int64), added=np.frombuffer(added, dtype=np.int64),
+                  level_starts=np.frombuffer(starts, dtype=np.int64), complete=True)
+
+
+def _python_ideals(num_nodes: int, pred_masks: list[int], succs: list[list[int]], limit: int, check) -> Ideals:
+    """:func:`enumerate_ideals` in Python (where the kernel is not built)."""
     sources = 0
     for v in range(num_nodes):
         if pred_masks[v] == 0:
