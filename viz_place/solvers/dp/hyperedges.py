@@ -167,8 +167,9 @@ def _compiled_tables(ideals: Ideals, lanes: Lanes, pk, htc, hn, hptr, below, h_d
     c = np.ascontiguousarray
     word, shift = c(lanes.word, np.int64), c(lanes.shift, np.int64)
     # each lane's count bits: below its guard bit
-    mask = np.array([(1 << (int(lanes.guard[w]) >> int(s) & -(int(lanes.guard[w]) >> int(s))).bit_length() - 1) - 1
-                     for w, s in zip(word, shift)], dtype=np.uint64)
+    guard = lanes.guard.tolist()
+    mask = np.array([(1 << (guard[w] >> s & -(guard[w] >> s)).bit_length() - 1) - 1
+                     for w, s in zip(word.tolist(), shift.tolist())], dtype=np.uint64)
     args = (c(pk, np.uint64), c(lanes.guard, np.uint64), c(down_pk, np.uint64), c(free_pk, np.uint64), c(htc, np.float64),
             c(ideals.bits, np.uint64), c(hn, np.int64), c(hptr, np.int64), c(below, np.int64), c(h_down, np.int64),
             word, shift, mask)
