@@ -6,7 +6,8 @@
   threshold, on both kernels (compiled and numpy);
 * the chain decomposition is minimum (as a bipartite matching says);
 * the supernode order is networkx's lexicographic topological order;
-* zero-cost leaves merge into the same supernodes as a rescan after every merge.
+* zero-cost leaves merge into the same supernodes as a rescan after every merge;
+* a pass refuses ideals not listed by size.
 """
 from __future__ import annotations
 
@@ -165,3 +166,19 @@ def test_zero_cost_leaf_merging_matches_a_rescan(seed):
     _merge_zero_cost_leaves(g, inst.cluster, prob, fast, {})
     _rescan_merge(prob, ok, slow)
     assert [fast.find(i) for i in range(prob.n)] == [slow.find(i) for i in range(prob.n)]
+
+
+def test_a_pass_refuses_ideals_not_listed_by_size():
+    """The pass needs every sub-ideal before its ideal (its guard once compared unsigned differences, which are
+    never negative, so it could not fire)."""
+    from viz_place.solvers.dp.ideals import Ideals
+    ids = enumerate_ideals(3, [0, 1, 2], [[1], [2], []])      # a chain: {}, {0}, {0,1}, {0,1,2}
+    n = ids.count
+    backwards = Ideals(num_nodes=3, bits=np.ascontiguousarray(ids.bits[[0, 3, 2, 1]]),
+                       parent=np.full(n, -1, dtype=np.int64), added=np.full(n, -1, dtype=np.int64),
+                       level_starts=np.array([0, n], dtype=np.int64))
+    common = dict(succs=[[1], [2], []], lat=np.ones((3, 1)), size=np.zeros(3), forbid=np.zeros((3, 1), bool),
+                  hyperedges=[], counts=[2], pays=[False], link=[1.0], cap=[np.inf])
+    assert recursion.run(recursion.Tables.build(ids, **common), math.inf).value == 2.0
+    with pytest.raises(ValueError, match="listed by size"):
+        recursion.run(recursion.Tables.build(backwards, **common), math.inf)

@@ -119,14 +119,14 @@ class _Pass:
         # per class c: the states with u_c > 0 and the state each comes from (one device of class c fewer)
         self.targets, self.sources = [], []
         for c in range(self.k):
-            sel = np.flatnonzero(self.usage[:, c] > 0)   # state index == mixed-radix value, so sel is sorted
+            sel = (self.usage[:, c] > 0).nonzero()[0]   # state index == mixed-radix value, so sel is sorted
             self.targets.append(sel)
             self.sources.append(sel - self.strides[c])
         self.best = np.full((N, S), np.inf)
         self.best[0] = 0.0
         self.prev_ideal = np.full((N, S), -1, dtype=np.int32)   # J of the last set I \\ J of the best chain
         self.prev_class = np.full((N, S), -1, dtype=np.int8)    # the class of the device holding it
-        scale = max(1.0, float(t.lower[-1]), float(np.max(t.comp[-1])) if N else 0.0)
+        scale = max(1.0, float(t.lower[-1]), float(t.comp[-1].max()) if N else 0.0)
         self.tol = _REL * scale
         self.bounded = math.isfinite(threshold)
         self.T = threshold * (1 + _REL) + self.tol if self.bounded else np.inf
@@ -147,7 +147,7 @@ class _Pass:
         self.is_reached = np.zeros(N, dtype=bool)
         self.is_reached[0] = True     # (r_low, r_ideal: indexed by each group, :meth:`group`)
         if kernel == "c":
-            tptr = np.cumsum([0] + [x.size for x in self.targets]).astype(np.int64)
+            tptr = np.array([0, *itertools.accumulate(x.size for x in self.targets)], dtype=np.int64)
             self.c_states = (np.ascontiguousarray(np.concatenate(self.targets), dtype=np.int64), tptr,
                              np.ascontiguousarray(self.strides, dtype=np.int64))
         self.group_lo = self.group_hi = 0    # the ideals being filled (:meth:`group`)
@@ -293,7 +293,7 @@ class _Pass:
         ``best[I, u]`` needs only states with one device fewer."""
         t = self.t
         I = np.arange(a, b)
-        I = I[np.argsort(t.lower[I], kind="stable")]     # by lower, as :meth:`relax` needs
+        I = I[t.lower[I].argsort(kind="stable")]     # by lower, as :meth:`relax` needs
         self.group_lo, self.group_hi = a, b
         self._index_reached(extra=self.pos_of[I])
         plan, win, alive = self.windows(I)
@@ -396,7 +396,7 @@ def run_pass(t: Tables, threshold: float, *, check: Callable[[float], None] | No
     if check is not None:
         check(0.0)
     sizes = np.bitwise_count(t.ideals.bits).sum(1)
-    if np.any(np.diff(sizes) < 0):
+    if (sizes[1:] < sizes[:-1]).any():
         raise ValueError("ideals must be listed by size")
     # groups of consecutive ideals whose windows (against every ideal) hold about `batch` entries in all
     batch = _BATCH if dp.kernel == "numpy" else _BATCH_C

@@ -68,13 +68,13 @@ class Tables:
         K, k = lat.shape
         unsupported = np.isinf(lat)
         finite = np.where(unsupported, 0.0, lat)
-        low_node = np.where(unsupported.all(1), 0.0, np.min(np.where(unsupported, np.inf, lat), 1))
+        low_node = np.where(unsupported.all(1), 0.0, np.where(unsupported, np.inf, lat).min(1))
         feats = np.concatenate([finite, unsupported.astype(float), np.asarray(forbid, dtype=float),
                                 np.asarray(size, dtype=float)[:, None], low_node[:, None]], axis=1)
         pre = ideals.prefix_sums(feats)
         comp, unsup, forb = pre[:, :k], np.rint(pre[:, k:2 * k]), np.rint(pre[:, 2 * k:3 * k])
         size_p, lower = pre[:, 3 * k], pre[:, 3 * k + 1]
-        order = np.argsort(lower, kind="stable")
+        order = lower.argsort(kind="stable")
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(unsupported | (finite <= 0), 0.0, low_node[:, None] / np.where(finite > 0, finite, 1.0))
         rho = np.minimum(1.0, ratio.max(0, initial=0.0))
