@@ -131,14 +131,14 @@ class IlpOptions(MilpOptions):
         "help": "share of the time limit for polishing placements with moves, swaps and kicks (the warm start, "
                 "then each new incumbent of HiGHS, which continues from the polished one); ilp-noncontig, "
                 "objective max_load without overlap; 0 = off", "min": 0.0, "max": 0.5})
-    set_bound: float = field(default=0.5, metadata={
+    set_bound: float = field(default=0.0, metadata={
         "help": "share of the time limit for the set-partitioning bound (column generation: each device's set "
                 "with its exact communication), run before the integer program when communication matters "
                 "(see set_bound_comm); ilp-noncontig, objective max_load without overlap; 0 = off",
         "min": 0.0, "max": 0.8})
     set_bound_comm: float = field(default=0.01, metadata={
-        "help": "run the set-partitioning bound only when communication is at least this share of the warm "
-                "start's bottleneck load (below it, a communication bound cannot close much of the gap)",
+        "help": "run the set-partitioning bound only when some device of the warm start pays at least this "
+                "share of its max-load in communication (below it, a communication bound cannot close much)",
         "min": 0.0, "max": 1.0})
 
 

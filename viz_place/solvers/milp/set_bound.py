@@ -343,7 +343,7 @@ class Master:
             raise RuntimeError(f"set-partitioning master LP: {h.modelStatusToString(h.getModelStatus())}")
         sol = h.getSolution()
         dual = np.asarray(sol.row_dual)
-        pi = dual[:self.G].copy()
+        pi = np.minimum(dual[:self.G], 1.0)     # the prices of a certificate are at most 1 (the s columns)
         m = np.maximum(0.0, -dual[self.G:])
         return float(h.getInfo().objective_function_value), pi, m, np.asarray(sol.col_value[self.G:])
 
@@ -505,14 +505,15 @@ def set_partition_bound(prob: CompiledProblem, allowed: Sequence[Sequence[int]],
 
 def wants_set_bound(problem, opts, warm_dev) -> bool:
     """Whether ``ilp-noncontig`` runs the set bound: non-contiguous max-load without overlap, a share of the
-    time for it, and communication at least ``opts.set_bound_comm`` of the warm start's bottleneck load."""
+    time for it, and some device of the warm start paying at least ``opts.set_bound_comm`` of its max-load in
+    communication."""
     from .backends import highs_available
     if opts.contiguous or opts.objective != "max_load" or opts.overlap or opts.set_bound <= 0 or \
             opts.backend == "cbc" or not highs_available():
         return False
     ev = problem.evaluate(warm_dev)
-    top = max(ev.devices, key=lambda d: d.load, default=None)
-    return top is not None and top.load > 0 and top.communication >= opts.set_bound_comm * top.load
+    return ev.max_load > 0 and max((d.communication for d in ev.devices), default=0.0) >= \
+        opts.set_bound_comm * ev.max_load
 
 
 def run_set_bound(problem, allowed, opts, hooks, *, floor: float, warm, deadline: float) -> float:
