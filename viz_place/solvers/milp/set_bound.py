@@ -141,6 +141,7 @@ class Pricer:
         h.setOptionValue("mip_improving_solution_save", True)
         inf = highspy.kHighsInf
         self.col = {int(g): i for i, g in enumerate(t.groups.tolist())}
+        self.c_cols: list[tuple[int, int, np.ndarray]] = []     # (column, source's group, successor groups)
         ng = len(self.col)
         for g in t.groups.tolist():
             h.addCol(0.0, 0.0, 1.0, 0, np.array([], dtype=np.int32), np.array([]))
@@ -155,6 +156,7 @@ class Pricer:
                     continue
                 h.addCol(0.0, 0.0, 1.0, 0, np.array([], dtype=np.int32), np.array([]))
                 cu = h.getNumCol() - 1
+                self.c_cols.append((cu, g, succ))
                 for yv in ys:
                     if yu is not None:
                         self._row(0.0, inf, [cu, yu, yv], [1.0, -1.0, 1.0])
@@ -177,9 +179,20 @@ class Pricer:
     def _row(self, lo, hi, idx, val) -> None:
         self.h.addRow(lo, hi, len(idx), np.array(idx, dtype=np.int32), np.array(val, dtype=float))
 
-    def solve(self, pi: np.ndarray, T: float, time_limit: float, abs_gap: float = 1e-7
-              ) -> tuple[float, list[np.ndarray]]:
-        """Upper bound on ``max pi(S)`` within ``T`` and the best sets found (bool per group)."""
+    def _start(self, in_set: np.ndarray) -> None:
+        """Hand HiGHS a set that fits as its first incumbent (the communication columns filled in)."""
+        values = np.zeros(self.h.getNumCol())
+        for g, i in self.col.items():
+            values[i] = float(in_set[g])
+        for cu, g, succ in self.c_cols:
+            inside = in_set[succ]
+            values[cu] = float(bool(in_set[g] and not inside.all() or not in_set[g] and inside.any()))
+        self.h.setSolution(len(values), np.arange(len(values), dtype=np.int32), values)
+
+    def solve(self, pi: np.ndarray, T: float, time_limit: float, abs_gap: float = 1e-7,
+              start: np.ndarray | None = None) -> tuple[float, list[np.ndarray]]:
+        """Upper bound on ``max pi(S)`` within ``T`` and the best sets found (bool per group); ``start``: a
+        set known to fit (the search starts from it)."""
         import highspy
         from .backends import _match_scheduler
         h = self.h
@@ -188,6 +201,8 @@ class Pricer:
         h.changeRowBounds(self.load_row, -highspy.kHighsInf, float(T))
         h.setOptionValue("time_limit", max(0.01, float(time_limit)))
         h.setOptionValue("mip_abs_gap", float(abs_gap))
+        if start is not None:
+            self._start(start)
         _match_scheduler(self.threads)
         started = _now()
         h.run()
@@ -365,7 +380,7 @@ class Refutation:
 
 def refute(types: list[DeviceType], sources: Sources, T: float, *, pricers: list[Pricer],
            columns: Sequence[tuple[int, np.ndarray]] = (), deadline: float, smoothing: float = 0.7,
-           pricing_limit: float = 30.0, starts: int = 3,
+           pricing_limit: float = 30.0, attempt_every: float = 30.0, starts: int = 3,
            cancelled: Callable[[], bool] = lambda: False) -> Refutation:
     """Column generation at threshold ``T``: a certificate that nothing fits (``refuted``), or the
     relaxation is feasible at ``T`` (``lp_value`` 0), or time ran out (neither).
@@ -389,6 +404,7 @@ def refute(types: list[DeviceType], sources: Sources, T: float, *, pricers: list
                 master.add(ti, s)
     local = [LocalPricer(t, sources) for t in types]
     limit = first_limit = min(0.5, pricing_limit)
+    last_attempt = t0
     best_cert, centre, it, a = -np.inf, None, 0, float(smoothing)
     log = []
     lp = np.inf
@@ -398,11 +414,13 @@ def refute(types: list[DeviceType], sources: Sources, T: float, *, pricers: list
         if lp <= 1e-9:
             break
         added = 0
+        best_local: list[np.ndarray] = []
         for ti, t in enumerate(types):      # cheap columns first: local search from the best columns
             own = [s for tj, s in master.columns if tj == ti]
             own.sort(key=lambda s: -float(pi_m[s].sum()))
-            for start in own[:starts] + [np.zeros(G, dtype=bool)]:
-                s = local[ti].improve(pi_m, T, start)
+            found = [local[ti].improve(pi_m, T, start) for start in own[:starts] + [np.zeros(G, dtype=bool)]]
+            best_local.append(max(found, key=lambda s: float(pi_m[s].sum())))
+            for s in found:
                 if float(pi_m[s].sum()) > m[ti] + 1e-9 and master.add(ti, s):
                     added += 1
         if added:
@@ -410,14 +428,19 @@ def refute(types: list[DeviceType], sources: Sources, T: float, *, pricers: list
             continue
         pi = pi_m if centre is None or a <= 0 else a * centre + (1 - a) * pi_m
         cert, spent = float(pi.sum()), []
+        # now and then a certificate attempt: the pricing MILPs get their full time to prove their bounds
+        attempt = _now() - last_attempt >= attempt_every
+        if attempt:
+            last_attempt = _now()
         # the pricing MILPs may stop once their bound is within a share of what the certificate can spare
-        slack = max(1e-7, 0.25 * lp / sum(t.count for t in types))
+        slack = max(1e-7, 0.8 * lp / sum(t.count for t in types))
         for ti, t in enumerate(types):
             left = deadline - _now()
             if left <= 0:
                 cert = -np.inf
                 break
-            ub, sets = pricers[ti].solve(pi, T, min(limit, left), abs_gap=slack)
+            ub, sets = pricers[ti].solve(pi, T, min(pricing_limit if attempt else limit, left), abs_gap=slack,
+                                         start=best_local[ti])
             spent.append(round(pricers[ti].last_seconds, 2))
             cert -= t.count * ub
             for s in sets:
