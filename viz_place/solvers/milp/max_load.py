@@ -80,6 +80,7 @@ from .backends import OPTIMALITY_TOL, MilpOptions, relative_gap, solve_milp
 from .pipeline import add_pipeline_constraints, pipeline_start_values
 from .polish import Polisher, polishable
 from .result import devices_from_solution, memory_diagnosis, milp_result
+from .set_bound import run_set_bound, wants_set_bound
 from .symmetry import add_symmetry_breaking, canonical, interchangeable_sets
 from .warm_start import best_warm_start, better_elsewhere_note, warm_start_note
 
@@ -130,6 +131,15 @@ class IlpOptions(MilpOptions):
         "help": "share of the time limit for polishing placements with moves, swaps and kicks (the warm start, "
                 "then each new incumbent of HiGHS, which continues from the polished one); ilp-noncontig, "
                 "objective max_load without overlap; 0 = off", "min": 0.0, "max": 0.5})
+    set_bound: float = field(default=0.0, metadata={
+        "help": "share of the time limit for the set-partitioning bound (column generation: each device's set "
+                "with its exact communication), run before the integer program when communication matters "
+                "(see set_bound_comm); ilp-noncontig, objective max_load without overlap; 0 = off",
+        "min": 0.0, "max": 0.8})
+    set_bound_comm: float = field(default=0.01, metadata={
+        "help": "run the set-partitioning bound only when some device of the warm start pays at least this "
+                "share of its max-load in communication (below it, a communication bound cannot close much)",
+        "min": 0.0, "max": 1.0})
 
 
 @dataclass(frozen=True)
@@ -469,6 +479,10 @@ def solve(problem: Problem, opts: IlpOptions, hooks: Hooks) -> SolverResult:
                                             deadline=min(watch.start + (1 - MAIN_SHARE) * opts.time_limit,
                                                          _now() + opts.bound_phase * opts.time_limit),
                                             incumbent=problem.value(warm[0]) if warm is not None else None))
+    if not proven and warm is not None and wants_set_bound(problem, opts, warm[0]):
+        floor = max(floor, run_set_bound(problem, allowed, opts, hooks, floor=floor, warm=warm[0],
+                                         deadline=min(watch.start + (1 - MAIN_SHARE) * opts.time_limit,
+                                                      _now() + opts.set_bound * opts.time_limit)))
     hooks.report(0.0, "building the integer program", force=True)
     try:
         lp, x, y = build_model(prob, allowed, opts, sym_sets, order, floor=floor,

@@ -1,0 +1,149 @@
+"""The set-partitioning (column-generation) bound of ``ilp-noncontig`` (issue #16): a device set's load
+is the evaluator's, the pricing MILP never under-states the best set, and the bound never exceeds the
+brute-force optimum over all placements while it does lift the simple bound on instances where
+communication decides."""
+from __future__ import annotations
+
+import itertools
+import time
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from _ilp_brute import MAX_COMBOS, brute_force, combos
+from viz_place.cost import compile_problem, evaluate_indices, simple_lower_bound
+from viz_place.model import Cluster, DeviceClass, OpGraph
+from viz_place.solvers import run_solver
+from viz_place.solvers.groups import allowed_devices
+from viz_place.solvers.milp import available_backends
+from viz_place.solvers.milp.set_bound import (LocalPricer, Pricer, Sources, device_types, placement_columns,
+                                              refute, set_load, set_partition_bound)
+from viz_place.testing import Instance, random_instance
+
+pytestmark = pytest.mark.skipif("highs" not in available_backends(), reason="the set bound needs HiGHS (highspy)")
+
+
+def chatty_instance(seed: int, n_min: int = 5, n_max: int = 8) -> Instance:
+    """A few accelerators with tight memory and a slow CPU, on a graph whose transfers cost about as
+    much as its operators: the device sets' communication decides the optimum."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(n_min, n_max + 1))
+    g = nx.DiGraph()
+    for i in range(n):
+        fpga = float(rng.uniform(0.5, 2.0))
+        g.add_node(str(i), latency={"cpu": fpga * float(rng.uniform(3.0, 8.0)), "fpga": round(fpga, 3)},
+                   size=float(rng.integers(1, 5)), transfer_cost=float(rng.choice([0.2, 0.5, 1.0])), op_type="op")
+    for v in range(1, n):
+        g.add_edge(str(v - 1), str(v))
+        for u in range(v - 1):
+            if rng.random() < 0.25:
+                g.add_edge(str(u), str(v))
+    total = sum(a["size"] for _, a in g.nodes(data=True))
+    k = int(rng.integers(2, 4))
+    mem = float(np.ceil(total / k * rng.uniform(1.0, 1.3)))
+    cluster = Cluster((DeviceClass("fpga", "fpga", k, memory=mem),
+                       DeviceClass("cpu", "cpu", 1, memory=None, pays_communication=False)))
+    return Instance(OpGraph(g, name=f"chatty_{seed}", default_cluster=cluster), cluster, {}, seed)
+
+
+def _random_placement(prob, allowed, rng) -> np.ndarray:
+    gdev = [int(rng.choice(ds)) for ds in allowed]
+    dev = np.empty(prob.n, dtype=np.int64)
+    for g, members in enumerate(prob.groups):
+        dev[list(members)] = gdev[g]
+    return dev
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_device_set_loads_are_the_evaluators(seed):
+    inst = random_instance(seed) if seed % 2 else chatty_instance(seed)
+    prob = compile_problem(inst.graph, inst.cluster)
+    allowed = allowed_devices(prob, inst.pins)
+    types = device_types(prob, allowed)
+    assert sorted(d for t in types for d in t.devices) == list(range(prob.num_devices))
+    sources = Sources.of(prob)
+    rng = np.random.default_rng(seed)
+    for _ in range(5):
+        dev = _random_placement(prob, allowed, rng)
+        ev = evaluate_indices(prob, dev, pins=inst.pins)
+        for ti, in_set in placement_columns(prob, types, dev):
+            d = next(d for d in types[ti].devices
+                     if (dev[[m[0] for m in prob.groups]] == d)[in_set].all())
+            assert set_load(types[ti], sources, in_set) == pytest.approx(ev.devices[d].load, rel=1e-9, abs=1e-12)
+
+
+def _fits(t, sources, in_set, T) -> bool:
+    return bool(np.isfinite(t.work[in_set]).all()) and float(t.mem[in_set].sum()) <= t.capacity * (1 + 1e-9) \
+        and set_load(t, sources, in_set) <= T + 1e-9
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_pricing_bound_is_never_below_the_best_set_and_local_search_keeps_sets_valid(seed):
+    inst = chatty_instance(100 + seed, 5, 7)
+    prob = compile_problem(inst.graph, inst.cluster)
+    types = device_types(prob, allowed_devices(prob, inst.pins))
+    sources = Sources.of(prob)
+    G = len(prob.groups)
+    rng = np.random.default_rng(seed)
+    pi = rng.uniform(-0.3, 1.0, G)
+    floor = simple_lower_bound(inst.graph, inst.cluster)[0]
+    for T in (floor, 1.3 * floor):
+        for t in types:
+            best = max(float(pi[list(s)].sum()) for r in range(G + 1) for s in itertools.combinations(range(G), r)
+                       if _fits(t, sources, np.isin(np.arange(G), s), T))
+            ub, sets = Pricer(t, sources).solve(pi, T, 10.0)
+            assert ub >= best - 1e-9
+            assert ub <= best + 1e-4          # solved to optimality on so few groups
+            for s in sets:
+                assert _fits(t, sources, s, T * (1 + 1e-6))
+            start = np.zeros(G, dtype=bool)
+            s = LocalPricer(t, sources).improve(pi, T, start)
+            assert _fits(t, sources, s, T) and float(pi[s].sum()) >= 0.0
+
+
+def test_set_bound_never_exceeds_brute_force_and_lifts_the_simple_bound():
+    lifted = checked = 0
+    for seed in range(60):
+        inst = chatty_instance(seed)
+        if combos(inst) > MAX_COMBOS:
+            continue
+        best = brute_force(inst, "max_load")
+        if not np.isfinite(best):
+            continue
+        prob = compile_problem(inst.graph, inst.cluster)
+        floor = simple_lower_bound(inst.graph, inst.cluster)[0]
+        sb = set_partition_bound(prob, allowed_devices(prob, inst.pins), floor=floor, target=best,
+                                 deadline=time.perf_counter() + 10)
+        checked += 1
+        assert floor - 1e-9 <= sb.bound <= best * (1 + 1e-9), (seed, floor, sb.bound, best)
+        assert all(not r.refuted for r in sb.probes if r.threshold >= best * (1 + 1e-9))
+        lifted += sb.bound > floor * 1.01
+    print(f"lifted {lifted} of {checked}")
+    assert checked >= 25
+    assert lifted >= 0.3 * checked, f"the set bound lifted the simple bound on only {lifted} of {checked}"
+
+
+def test_refute_keeps_the_threshold_of_a_real_placement_unrefuted():
+    """At the max-load of an actual placement its device sets fit: the relaxation is feasible (lp 0)."""
+    inst = chatty_instance(7)
+    prob = compile_problem(inst.graph, inst.cluster)
+    allowed = allowed_devices(prob, inst.pins)
+    types = device_types(prob, allowed)
+    sources = Sources.of(prob)
+    p = run_solver("local-search", inst.graph, inst.cluster, options={"seed": 0})
+    dev = prob.to_index_array(p)
+    T = evaluate_indices(prob, dev).max_load
+    r = refute(types, sources, T, pricers=[Pricer(t, sources) for t in types],
+               columns=placement_columns(prob, types, dev), deadline=time.perf_counter() + 10)
+    assert not r.refuted and r.lp_value <= 1e-9
+
+
+def test_ilp_noncontig_with_the_set_bound_proves_the_brute_force_optimum():
+    for seed in (3, 5, 8):
+        inst = chatty_instance(seed)
+        best = brute_force(inst, "max_load")
+        p = run_solver("ilp-noncontig", inst.graph, inst.cluster,
+                       options={"backend": "highs", "time_limit": 20, "set_bound": 0.5, "set_bound_comm": 0.0})
+        assert p.claimed_value == pytest.approx(best, rel=1e-6)
+        assert p.lower_bound <= best * (1 + 1e-9) and p.status == "optimal"
