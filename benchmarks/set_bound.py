@@ -1,0 +1,51 @@
+"""The set-partitioning bound at given thresholds: can column generation refute ``T`` in time?
+
+For each threshold ``T``, runs :func:`viz_place.solvers.milp.set_bound.refute` on a generated graph (default
+the training graph that ``ilp-noncontig`` cannot prove within 1 % in 300 s) for at most ``--seconds``, and
+prints whether ``T`` was refuted (proven: every placement has max-load above ``T``), the certificate, the
+master's last value, the rounds, columns and seconds; ``--log`` adds the certificate rounds (time, master
+value, certificate, columns, smoothing, pricing seconds per device type).
+
+    .venv/bin/python benchmarks/set_bound.py 46.0 --seconds 900
+    .venv/bin/python benchmarks/set_bound.py 45.5 46.0 46.4 --graph residual:75:2:training --seconds 150 --log
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+from viz_place.cost import compile_problem
+from viz_place.samples import make_graph
+from viz_place.solvers.groups import allowed_devices
+from viz_place.solvers.milp.set_bound import Pricer, Sources, device_types, refute
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("thresholds", type=float, nargs="+", help="the thresholds T to refute")
+    ap.add_argument("--graph", default="residual:75:2:training", help="family:nodes:seed[:training]")
+    ap.add_argument("--seconds", type=float, default=150.0, help="time per threshold (default 150)")
+    ap.add_argument("--log", action="store_true", help="also print the certificate rounds")
+    args = ap.parse_args(argv)
+    fam, n, seed, *rest = args.graph.split(":")
+    g = make_graph(fam, int(n), int(seed), training=bool(rest and rest[0] == "training"))
+    prob = compile_problem(g, g.default_cluster)
+    types = device_types(prob, allowed_devices(prob, {}))
+    sources = Sources.of(prob)
+    print(f"{g.name}: {len(prob.groups)} groups, device types "
+          + ", ".join(f"{len(t.devices)} x {prob.device_names[t.devices[0]].split(':')[0]}" for t in types))
+    print(f"{'T':>8} {'refuted':>8} {'certificate':>12} {'master':>9} {'rounds':>7} {'columns':>8} {'seconds':>8}")
+    for T in args.thresholds:
+        pricers = [Pricer(t, sources, threads=1) for t in types]
+        r = refute(types, sources, T, pricers=pricers, deadline=time.perf_counter() + args.seconds)
+        print(f"{T:8.4f} {str(r.refuted):>8} {r.certificate:12.6f} {r.lp_value:9.6f} {r.iterations:7d} "
+              f"{r.columns:8d} {r.seconds:8.1f}", flush=True)
+        if args.log:
+            for row in r.log:
+                if row[2] is not None:
+                    print("   ", row)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
