@@ -147,3 +147,18 @@ def test_ilp_noncontig_with_the_set_bound_proves_the_brute_force_optimum():
                        options={"backend": "highs", "time_limit": 20, "set_bound": 0.5, "set_bound_comm": 0.0})
         assert p.claimed_value == pytest.approx(best, rel=1e-6)
         assert p.lower_bound <= best * (1 + 1e-9) and p.status == "optimal"
+
+
+def test_a_failed_master_lp_skips_the_set_bound_and_the_integer_program_still_proves(monkeypatch):
+    from viz_place.solvers.milp import set_bound
+
+    def broken(self):
+        raise set_bound.MasterFailed("its master LP ended 'Numerical error' (test)")
+    monkeypatch.setattr(set_bound.Master, "solve", broken)
+    inst = chatty_instance(3)
+    best = brute_force(inst, "max_load")
+    seen = []
+    p = run_solver("ilp-noncontig", inst.graph, inst.cluster, progress=lambda ev: seen.append(ev.message),
+                   options={"backend": "highs", "time_limit": 20, "set_bound": 0.5, "set_bound_comm": 0.0})
+    assert p.status == "optimal" and p.claimed_value == pytest.approx(best, rel=1e-6)
+    assert any("set-partitioning bound skipped: its master LP ended 'Numerical error'" in m for m in seen)

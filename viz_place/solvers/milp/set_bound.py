@@ -312,6 +312,10 @@ class LocalPricer:
         return np.array(S, dtype=bool)
 
 
+class MasterFailed(RuntimeError):
+    """The restricted master LP did not solve to optimality (a back-end failure: no prices, no bound)."""
+
+
 class Master:
     """The restricted phase-1 master LP: ``sum over columns holding g of x + s_g = 1`` per group,
     ``sum of x of type t <= k_t``, minimise ``sum(s)``."""
@@ -355,7 +359,7 @@ class Master:
         _match_scheduler(self.threads)
         h.run()
         if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-            raise RuntimeError(f"set-partitioning master LP: {h.modelStatusToString(h.getModelStatus())}")
+            raise MasterFailed(f"its master LP ended {h.modelStatusToString(h.getModelStatus())!r}")
         sol = h.getSolution()
         dual = np.asarray(sol.row_dual)
         pi = np.minimum(dual[:self.G], 1.0)     # the prices of a certificate are at most 1 (the s columns)
@@ -552,7 +556,11 @@ def run_set_bound(problem, allowed, opts, hooks, *, floor: float, warm, deadline
     def report(bound: float, message: str) -> None:
         hooks.report(0.0, message, force=True, bound=bound, incumbent=value)
 
-    sb = set_partition_bound(problem.compiled, allowed, floor=floor, target=target, deadline=deadline,
-                             starts=[warm], threads=opts.threads, report=report,
-                             cancelled=lambda: hooks.cancelled)
+    try:
+        sb = set_partition_bound(problem.compiled, allowed, floor=floor, target=target, deadline=deadline,
+                                 starts=[warm], threads=opts.threads, report=report,
+                                 cancelled=lambda: hooks.cancelled)
+    except MasterFailed as err:     # the bound is an extra: without it the integer program still runs
+        hooks.report(0.0, f"set-partitioning bound skipped: {err}", force=True)
+        return floor
     return max(floor, sb.bound)
