@@ -1,0 +1,295 @@
+"""The columns and pricing of the set-partitioning bound (:mod:`.set_bound`).
+
+* :func:`device_types` — interchangeable devices (the same allowed groups, compute, memory and
+  communication) form one type; a column is a set of groups for one device of a type;
+* :class:`Sources` and :func:`set_load` — a set's load on a device of a type: its compute plus, for a
+  device that pays communication, every data source in the set with a successor outside or outside
+  with a successor inside (the evaluator's rule);
+* :class:`Pricer` — ``max pi(S)`` over the sets that fit within ``T`` and the memory: a MILP in HiGHS
+  whose proven dual bound is what a certificate may use;
+* :class:`LocalPricer` — a fast local search for such sets (columns only; it proves nothing).
+
+>>> from viz_place.testing import random_instance
+>>> from viz_place.cost import compile_problem
+>>> from viz_place.solvers.groups import allowed_devices
+>>> inst = random_instance(4)
+>>> prob = compile_problem(inst.graph, inst.cluster)
+>>> types = device_types(prob, allowed_devices(prob, inst.pins))
+>>> sum(len(t.devices) for t in types) == prob.num_devices
+True
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from time import perf_counter as _now
+from typing import Sequence
+
+import numpy as np
+
+from ...cost.compiled import CompiledProblem
+
+#: Pricing upper bounds are inflated by this relative amount (HiGHS's own tolerances).
+PRICING_SLACK = 1e-7
+
+@dataclass(frozen=True)
+class DeviceType:
+    """Interchangeable devices: the same allowed groups, compute, memory and communication."""
+
+    devices: tuple[int, ...]
+    groups: np.ndarray        # group indices allowed on these devices
+    work: np.ndarray          # compute of each group (all its nodes) on one of them, over all groups
+    mem: np.ndarray           # memory of each group, over all groups
+    capacity: float
+    pay: float                # factor on transfer costs (0: pays no communication)
+
+    @property
+    def count(self) -> int:
+        return len(self.devices)
+
+
+def device_types(prob: CompiledProblem, allowed: Sequence[Sequence[int]]) -> list[DeviceType]:
+    """Devices grouped by everything their load and feasibility depend on (allowed groups included, so
+    pinned devices form types of their own)."""
+    G = len(prob.groups)
+    members = [np.asarray(m, dtype=np.int64) for m in prob.groups]
+    mem = np.array([float(prob.size[m].sum()) for m in members])
+    allowed_on = [[g for g in range(G) if d in set(allowed[g])] for d in range(prob.num_devices)]
+    keyed: dict[tuple, list[int]] = {}
+    for d in range(prob.num_devices):
+        work = tuple(float(prob.lat[members[g], d].sum()) for g in allowed_on[d])
+        pay = float(prob.link[d]) if prob.pays[d] else 0.0
+        key = (tuple(allowed_on[d]), work, float(prob.capacity[d]), pay)
+        keyed.setdefault(key, []).append(d)
+    out = []
+    for (groups, _, cap, pay), devs in keyed.items():
+        d = devs[0]
+        work = np.array([float(prob.lat[members[g], d].sum()) if g in set(groups) else np.inf for g in range(G)])
+        out.append(DeviceType(devices=tuple(devs), groups=np.array(groups, dtype=np.int64), work=work, mem=mem,
+                              capacity=cap, pay=pay))
+    return out
+
+
+@dataclass(frozen=True)
+class Sources:
+    """Data sources whose output can cross devices: ``src_group[i]``, ``cost[i]``, and the groups of
+    their successors (other than their own) in ``succ_groups[i]``."""
+
+    src_group: np.ndarray
+    cost: np.ndarray
+    succ_groups: tuple[np.ndarray, ...]
+
+    @classmethod
+    def of(cls, prob: CompiledProblem) -> "Sources":
+        gs, cs, ss = [], [], []
+        for u in range(prob.n):
+            cost = float(prob.tcost[u])
+            succ = sorted({int(prob.group[v]) for v in prob.data_succs[u]} - {int(prob.group[u])})
+            if cost > 0 and succ:
+                gs.append(int(prob.group[u]))
+                cs.append(cost)
+                ss.append(np.array(succ, dtype=np.int64))
+        return cls(np.array(gs, dtype=np.int64), np.array(cs), tuple(ss))
+
+    def communication(self, in_set: np.ndarray) -> float:
+        """What a device holding the groups flagged in ``in_set`` (bool per group) pays, before its link factor."""
+        total = 0.0
+        for g, c, succ in zip(self.src_group.tolist(), self.cost.tolist(), self.succ_groups):
+            inside = in_set[succ]
+            if in_set[g] and not inside.all() or not in_set[g] and inside.any():
+                total += c
+        return total
+
+
+def set_load(t: DeviceType, sources: Sources, in_set: np.ndarray) -> float:
+    """Load of one device of type ``t`` holding the flagged groups (compute + communication)."""
+    work = float(t.work[in_set].sum()) if in_set.any() else 0.0
+    return work + (t.pay * sources.communication(in_set) if t.pay else 0.0)
+
+
+class Pricer:
+    """``max pi(S)`` over the sets one device of type ``t`` can hold within ``T``: a MILP in HiGHS
+    (binary ``y`` per allowed group, ``c >= |y(u) - y(v)|`` per source and successor group as in the
+    assignment model, load and memory rows)."""
+
+    def __init__(self, t: DeviceType, sources: Sources, threads: int = 1) -> None:
+        import highspy
+        from .backends import _new_highs
+        self.t, self.sources, self.threads = t, sources, int(threads)
+        self.h = h = _new_highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("random_seed", 0)
+        if threads:
+            h.setOptionValue("threads", int(threads))
+        h.setOptionValue("mip_rel_gap", 1e-6)
+        h.setOptionValue("mip_improving_solution_save", True)
+        inf = highspy.kHighsInf
+        self.col = {int(g): i for i, g in enumerate(t.groups.tolist())}
+        self.c_cols: list[tuple[int, int, np.ndarray]] = []     # (column, source's group, successor groups)
+        ng = len(self.col)
+        for g in t.groups.tolist():
+            h.addCol(0.0, 0.0, 1.0, 0, np.array([], dtype=np.int32), np.array([]))
+        h.changeColsIntegrality(ng, np.arange(ng, dtype=np.int32),
+                                np.array([highspy.HighsVarType.kInteger] * ng))
+        load_idx, load_val = [self.col[g] for g in t.groups.tolist()], [float(t.work[g]) for g in t.groups.tolist()]
+        if t.pay:
+            for g, c, succ in zip(sources.src_group.tolist(), sources.cost.tolist(), sources.succ_groups):
+                yu = self.col.get(g)
+                ys = [self.col[s] for s in succ.tolist() if s in self.col]
+                if yu is None and not ys:
+                    continue
+                h.addCol(0.0, 0.0, 1.0, 0, np.array([], dtype=np.int32), np.array([]))
+                cu = h.getNumCol() - 1
+                self.c_cols.append((cu, g, succ))
+                for yv in ys:
+                    if yu is not None:
+                        self._row(0.0, inf, [cu, yu, yv], [1.0, -1.0, 1.0])
+                        self._row(0.0, inf, [cu, yu, yv], [1.0, 1.0, -1.0])
+                    else:
+                        self._row(0.0, inf, [cu, yv], [1.0, -1.0])
+                if yu is not None and len(ys) < len(succ):
+                    self._row(0.0, inf, [cu, yu], [1.0, -1.0])
+                load_idx.append(cu)
+                load_val.append(c * t.pay)
+        self.load_row = h.getNumRow()
+        self._row(-inf, inf, load_idx, load_val)
+        if np.isfinite(t.capacity):
+            cap = t.capacity if t.capacity > 0 else 1.0
+            self._row(-inf, t.capacity / cap, [self.col[g] for g in t.groups.tolist()],
+                      [float(t.mem[g]) / cap for g in t.groups.tolist()])
+        h.changeObjectiveSense(highspy.ObjSense.kMaximize)
+        self.ng = ng
+
+    def _row(self, lo, hi, idx, val) -> None:
+        self.h.addRow(lo, hi, len(idx), np.array(idx, dtype=np.int32), np.array(val, dtype=float))
+
+    def _start(self, in_set: np.ndarray) -> None:
+        """Hand HiGHS a set that fits as its first incumbent (the communication columns filled in)."""
+        values = np.zeros(self.h.getNumCol())
+        for g, i in self.col.items():
+            values[i] = float(in_set[g])
+        for cu, g, succ in self.c_cols:
+            inside = in_set[succ]
+            values[cu] = float(bool(in_set[g] and not inside.all() or not in_set[g] and inside.any()))
+        self.h.setSolution(len(values), np.arange(len(values), dtype=np.int32), values)
+
+    def solve(self, pi: np.ndarray, T: float, time_limit: float, abs_gap: float = 1e-7,
+              start: np.ndarray | None = None) -> tuple[float, list[np.ndarray]]:
+        """Upper bound on ``max pi(S)`` within ``T`` and the best sets found (bool per group); ``start``: a
+        set known to fit (the search starts from it)."""
+        import highspy
+        from .backends import _match_scheduler
+        h = self.h
+        groups = self.t.groups
+        h.changeColsCost(self.ng, np.arange(self.ng, dtype=np.int32), pi[groups].astype(float))
+        h.changeRowBounds(self.load_row, -highspy.kHighsInf, float(T))
+        h.setOptionValue("time_limit", max(0.01, float(time_limit)))
+        h.setOptionValue("mip_abs_gap", float(abs_gap))
+        if start is not None:
+            self._start(start)
+        _match_scheduler(self.threads)
+        started = _now()
+        h.run()
+        self.last_seconds = _now() - started
+        info = h.getInfo()
+        status = h.getModelStatus()
+        trivial = float(np.clip(pi[groups], 0, None).sum())   # every set's pi is at most its positive part
+        S = highspy.HighsModelStatus
+        bound = float(info.mip_dual_bound) if status in (S.kOptimal, S.kTimeLimit, S.kInterrupt) else trivial
+        if not np.isfinite(bound):
+            bound = trivial
+        bound = min(bound, trivial)
+        sets = []
+        if info.primal_solution_status >= 1:
+            found = [h.getSolution().col_value] + [sol.col_value for sol in h.getSavedMipSolutions()]
+            for values in found:
+                y = np.asarray(values[:self.ng]) > 0.5
+                s = np.zeros(len(pi), dtype=bool)
+                s[groups[y]] = True
+                sets.append(s)
+        return max(0.0, bound) * (1 + PRICING_SLACK) + PRICING_SLACK, sets
+
+
+class LocalPricer:
+    """A fast heuristic for the pricing problem: from a start set, single-group additions, removals and
+    swaps that raise ``pi(S)`` while the load stays within ``T`` and the memory within capacity (the load
+    kept up to date incrementally). It proposes columns; it proves nothing (the MILP :class:`Pricer`
+    gives the bound)."""
+
+    def __init__(self, t: DeviceType, sources: Sources) -> None:
+        self.t, self.sources = t, sources
+        G = len(t.mem)
+        src = sources.src_group.tolist()
+        # per group, the sources its move touches: (source, own group is g, g is a successor group)
+        touch: list[dict[int, list[bool]]] = [{} for _ in range(G)]
+        for i, (g, succ) in enumerate(zip(src, sources.succ_groups)):
+            touch[g].setdefault(i, [False, False])[0] = True
+            for h in succ.tolist():
+                touch[h].setdefault(i, [False, False])[1] = True
+        self.touch = [[(i, o, n) for i, (o, n) in d.items()] for d in touch] if t.pay else [[] for _ in range(G)]
+        self.src = src
+        self.nsucc = [len(succ) for succ in sources.succ_groups]
+        self.cost = (sources.cost * t.pay).tolist() if t.pay else [0.0] * len(src)
+        self.work = [float(w) if np.isfinite(w) else 0.0 for w in t.work]
+        self.mem = t.mem.tolist()
+        self.allowed = np.isfinite(t.work)
+
+    def _delta(self, g: int, S: list[bool], inside: list[int]) -> float:
+        """Change of communication if ``g`` is toggled."""
+        d = 0.0
+        step = -1 if S[g] else 1
+        src, nsucc, cost = self.src, self.nsucc, self.cost
+        for i, is_own, is_succ in self.touch[g]:
+            ins = inside[i]
+            own = S[src[i]]
+            new_ins = ins + step if is_succ else ins
+            new_own = (not own) if is_own else own
+            before = (ins < nsucc[i]) if own else (ins > 0)
+            after = (new_ins < nsucc[i]) if new_own else (new_ins > 0)
+            if before != after:
+                d += cost[i] if after else -cost[i]
+        return d
+
+    def _toggle(self, g: int, S: list[bool], inside: list[int]) -> None:
+        step = -1 if S[g] else 1
+        for i, _, is_succ in self.touch[g]:
+            if is_succ:
+                inside[i] += step
+        S[g] = not S[g]
+
+    def improve(self, pi: np.ndarray, T: float, start: np.ndarray, rounds: int = 4) -> np.ndarray:
+        """A set at least as good as ``start`` (which must fit) under prices ``pi``."""
+        t = self.t
+        S = start.tolist()
+        inside = [int(start[succ].sum()) for succ in self.sources.succ_groups]
+        load = set_load(t, self.sources, start)
+        mem = float(t.mem[start].sum())
+        cap, work, gm, price = t.capacity, self.work, self.mem, pi.tolist()
+        cand = [g for g in np.argsort(-pi).tolist() if self.allowed[g]]
+        for _ in range(rounds):
+            moved = False
+            for g in cand:                      # additions (best price first) and removals
+                if S[g] and price[g] < 0 or not S[g] and price[g] > 0:
+                    sign = -1.0 if S[g] else 1.0
+                    dl = sign * work[g] + self._delta(g, S, inside)
+                    dm = sign * gm[g]
+                    if load + dl <= T and mem + dm <= cap:
+                        self._toggle(g, S, inside)
+                        load, mem, moved = load + dl, mem + dm, True
+            outs = [h for h in cand[::-1] if S[h]]
+            for g in cand:                      # swaps: a dearer group in for a cheaper one out
+                if S[g] or price[g] <= 0:
+                    continue
+                for h in outs:
+                    if not S[h] or price[h] >= price[g] or mem - gm[h] + gm[g] > cap:
+                        continue
+                    dl1 = -work[h] + self._delta(h, S, inside)
+                    self._toggle(h, S, inside)
+                    dl2 = work[g] + self._delta(g, S, inside)
+                    if load + dl1 + dl2 <= T:
+                        self._toggle(g, S, inside)
+                        load, mem, moved = load + dl1 + dl2, mem - gm[h] + gm[g], True
+                        break
+                    self._toggle(h, S, inside)
+            if not moved:
+                break
+        return np.array(S, dtype=bool)
