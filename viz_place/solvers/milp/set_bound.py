@@ -222,8 +222,8 @@ def set_partition_bound(prob: CompiledProblem, allowed: Sequence[Sequence[int]],
                         report: Callable[[float, str], None] | None = None,
                         cancelled: Callable[[], bool] = lambda: False) -> SetBound:
     """The largest threshold in ``[floor, target]`` that :func:`refute` refutes before ``deadline``
-    (bisection; the first probe is ``target``, the one that settles a requested gap; each probe gets half
-    of the time left). ``starts``: placements (device index per node) whose device sets seed the columns.
+    (bisection; the first probe is ``target``, the one that settles a requested gap, and gets half of the
+    time; each later probe may use all that is left). ``starts``: placements (device index per node) whose device sets seed the columns.
 
     >>> from viz_place.testing import random_instance
     >>> from viz_place.cost import compile_problem, simple_lower_bound
@@ -276,8 +276,9 @@ def wants_set_bound(problem, opts, warm_dev) -> bool:
 
 
 def run_set_bound(problem, allowed, opts, hooks, *, floor: float, warm, deadline: float) -> float:
-    """The set-partitioning bound for ``ilp-noncontig``, aimed at the warm start's value over ``1 + gap``
-    (which would settle the requested gap); reports progress; ``floor`` if nothing more is proven."""
+    """The set-partitioning bound for ``ilp-noncontig``, aimed at the warm start's value times ``1 - gap``
+    (the bound that settles the requested relative gap); reports progress; ``floor`` if nothing more is
+    proven."""
     value = problem.value(warm)
     target = value * (1 - opts.gap) if opts.gap > 0 else value
     if not np.isfinite(floor) or target <= floor:
