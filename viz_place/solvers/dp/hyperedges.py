@@ -27,12 +27,11 @@ cut hyperedge) entry, ``⊆ J``).
 """
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 
 import numpy as np
 
-from .ideals import Ideals, Lanes
+from .ideals import Ideals, Lanes, adjacency_arrays
 
 try:   # the compiled loops of the DP (viz_place/solvers/dp/_kernel.c); numpy when absent
     from . import _kernel as _compiled
@@ -72,14 +71,11 @@ def _per_node_counts(K: int, succs: list[list[int]], chains: list[list[int]]) ->
         for ci, ch in enumerate(chains):
             for p, v in enumerate(ch):
                 chain_of[v], pos[v] = ci, p
-        succ_ptr = [0]
-        for x in succs:
-            succ_ptr.append(succ_ptr[-1] + len(x))
-        succ = np.fromiter(itertools.chain.from_iterable(succs), dtype=np.int64, count=succ_ptr[-1])
+        succ_ptr, succ = adjacency_arrays(succs)
         below = np.empty((K, len(chains)), dtype=np.int64)
         free = np.empty((K, len(chains)), dtype=np.int64)
         i8 = np.int64
-        _compiled.node_counts(np.array(succ_ptr, dtype=i8), succ, np.array(chain_of, dtype=i8), np.array(pos, dtype=i8),
+        _compiled.node_counts(succ_ptr, succ, np.array(chain_of, dtype=i8), np.array(pos, dtype=i8),
                               np.array([len(c) for c in chains], dtype=i8), below, free)
         return below, free
     anc = [0] * K

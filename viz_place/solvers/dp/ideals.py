@@ -118,13 +118,23 @@ def enumerate_ideals(num_nodes: int, pred_masks: list[int], succs: list[list[int
     return _python_ideals(num_nodes, pred_masks, succs, limit, check)
 
 
-def _compiled_ideals(num_nodes: int, pred_masks: list[int], succs: list[list[int]], limit: int, check) -> Ideals:
+def adjacency_arrays(succs: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Successor lists as the compiled kernel reads them: ``(ptr, succ)``, node ``v``'s successors being
+    ``succ[ptr[v]:ptr[v + 1]]`` (int64).
+
+    >>> [a.tolist() for a in adjacency_arrays([[1, 2], [], [1]])]
+    [[0, 2, 2, 3], [1, 2, 1]]
+    """
     ptr = [0]
     for x in succs:
         ptr.append(ptr[-1] + len(x))
     succ = np.fromiter(itertools.chain.from_iterable(succs), dtype=np.int64, count=ptr[-1])
-    got = _compiled.ideals(ints_to_bits(pred_masks, num_nodes), np.array(ptr, dtype=np.int64), succ,
-                           min(limit, 2**62), check)
+    return np.array(ptr, dtype=np.int64), succ
+
+
+def _compiled_ideals(num_nodes: int, pred_masks: list[int], succs: list[list[int]], limit: int, check) -> Ideals:
+    ptr, succ = adjacency_arrays(succs)
+    got = _compiled.ideals(ints_to_bits(pred_masks, num_nodes), ptr, succ, min(limit, 2**62), check)
     if got is None:
         raise TooManyIdeals(limit + 1, limit)
     bits, parent, added, starts = got
