@@ -126,6 +126,40 @@ def test_click_run_changes_placement_evaluation_sources_and_history(ex):
     _assert_consistent(ex)
 
 
+def test_run_is_accepted_the_moment_the_button_comes_back(ex):
+    """The defect a browser test hit on a slow machine: Run re-enabled while the finished
+    solve's thread was still writing its status, so a quick click was refused as "already running"."""
+    seen = []
+
+    def on_button(change):
+        if change["new"] is False and not seen:       # fires on the worker thread, as the browser sees it
+            seen.append((ex.solver.status.value, ex.solver.running, ex.solver.run()))
+
+    ex.solver.solver.value = "test-blocks"
+    ex.solver.run_button.observe(on_button, "disabled")
+    ex.solver.run_button.click()
+    deadline = time.monotonic() + 20
+    while len(ex.state.history) < 3 and time.monotonic() < deadline:
+        assert ex.solver.wait(10)
+    status, running, accepted = seen[0]
+    assert "heuristic" in status and running is False and accepted is True, seen
+    assert [r["solver"] for r in ex.state.history] == ["start", "test-blocks", "test-blocks"]
+
+
+def test_task_counts_as_running_until_its_callbacks_return():
+    from viz_place.widgets.tasks import BackgroundTask
+    log = []
+    task = BackgroundTask(lambda cancel: 1, on_done=lambda r: log.append(("done", task.running)),
+                          on_finish=lambda: log.append(("finish", task.running)))
+    task.start()
+    assert task.wait(5)
+    assert log == [("done", True), ("finish", False)]
+    failing = BackgroundTask(lambda cancel: 1 / 0, on_error=lambda e: log.append(("error", failing.running)),
+                             on_finish=lambda: log.append(("finish", failing.running)))
+    failing.start()
+    assert failing.wait(5) and log[2:] == [("error", True), ("finish", False)]
+
+
 def test_options_form_refuses_bad_values_with_a_message(ex):
     ex.solver.solver.value = "test-blocks"
     f = ex.solver.form.fields

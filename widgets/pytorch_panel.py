@@ -168,7 +168,7 @@ class PyTorchPanel:
                                 repeats=repeats, transport=transport, cancel=cancel, progress=self._say)
 
         self.task = BackgroundTask(work, on_done=lambda run: self._done(run, placement),
-                                   on_error=self._failed, name="viz-place-pipeline")
+                                   on_error=self._failed, on_finish=self._idle, name="viz-place-pipeline")
         self.run_button.disabled, self.cancel_button.disabled = True, False
         self.result.value = ""
         self.task.start()
@@ -176,12 +176,14 @@ class PyTorchPanel:
             self.task.wait()
         return self.task
 
+    def _idle(self) -> None:
+        self.run_button.disabled, self.cancel_button.disabled = False, True
+
     def _say(self, message: str) -> None:
         self.status.value = f"<i>{escape_text(message)} ...</i>"
 
     def _done(self, run, placement) -> None:
         self.last_run = run
-        self.run_button.disabled, self.cancel_button.disabled = False, True
         self.status.value = ok_html(f"pipeline of {run.stages} stages ran ({run.transport}, {run.microbatches} "
                                     "microbatches); added to the history")
         self.result.value = run_table_html(run)
@@ -193,7 +195,6 @@ class PyTorchPanel:
 
     def _failed(self, err: BaseException) -> None:
         from viz_place.runtime.procs import RunCancelled
-        self.run_button.disabled, self.cancel_button.disabled = False, True
         if isinstance(err, RunCancelled):
             self.status.value = error_html("pipeline run cancelled; every stage process was stopped")
         else:

@@ -124,17 +124,15 @@ class SolverPanel:
             if s.graph is not graph or s.cluster != cluster or s.pins != pins:
                 raise SolverError("the graph, devices or pins changed while solving; result discarded")
             row = s.apply_result(placement)
-            self._finished()
             self.progress.value, self.progress.bar_style = 1.0, "success" if row["applied"] else "warning"
             self.status.value = result_html(name, placement, row)
 
         def failed(err):
-            self._finished()
             self.progress.bar_style = "danger"
             why = str(err) if isinstance(err, VizPlaceError) else f"{type(err).__name__}: {err}"
             self.status.value = error_html(f"{name} failed: {why} \u2014 the current placement is kept")
 
-        self.task = BackgroundTask(work, on_done=done, on_error=failed, name=f"solve-{name}")
+        self.task = BackgroundTask(work, on_done=done, on_error=failed, on_finish=self._finished, name=f"solve-{name}")
         self.run_button.disabled, self.cancel_button.disabled = True, False
         self.task.start()
         return True

@@ -197,6 +197,7 @@ class SweepPanel:
     def run(self) -> bool:
         """Start the sweep in the background; the plot grows as cells finish."""
         if self.task is not None and self.task.running:
+            self.status.value = error_html("a sweep is already running; cancel it first")
             return False
         s = self.state
         try:
@@ -251,7 +252,6 @@ class SweepPanel:
             self.table = table
             rows[:] = [dict(r) for r in table]
             draw()
-            self._idle()
             errs = [r for r in table if r["status"] in ("error", "failed")]
             text = f"{len(table)} cells" + (" (cancelled)" if table.cancelled else "") + \
                 (f", {len(errs)} with errors" if errs else "")
@@ -259,10 +259,9 @@ class SweepPanel:
                 (error_html(f"{errs[0]['solver']} with {errs[0]['devices']}: {errs[0]['message']}") if errs else "")
 
         def failed(err) -> None:
-            self._idle()
             self.status.value = error_html(f"sweep failed: {err}")
 
-        self.task = BackgroundTask(work, on_done=done, on_error=failed, name="design-sweep")
+        self.task = BackgroundTask(work, on_done=done, on_error=failed, on_finish=self._idle, name="design-sweep")
         self.run_button.disabled, self.cancel_button.disabled = True, False
         self.task.start()
         return True

@@ -3,7 +3,9 @@
 The kernel keeps answering widget events while a solve runs; ``Cancel`` sets
 the event the solver polls. Completion callbacks run on the worker thread
 (ipywidgets and the Bokeh document patches sent by ``jupyter_bokeh`` are safe
-to update from there).
+to update from there). ``on_finish`` runs last, once the task no longer counts
+as running: a panel re-enables its Run button there, so a click on the
+re-enabled button is never refused as "already running".
 
 >>> import threading
 >>> out = []
@@ -19,13 +21,18 @@ from typing import Any, Callable
 
 
 class BackgroundTask:
-    """``fn(cancel_event)`` in a daemon thread; ``on_done(result)`` or ``on_error(exc)`` after."""
+    """``fn(cancel_event)`` in a daemon thread; ``on_done(result)`` or ``on_error(exc)`` after,
+    then ``on_finish()`` (always, once :attr:`running` is ``False``)."""
 
     def __init__(self, fn: Callable[[threading.Event], Any], *, on_done: Callable[[Any], None] | None = None,
-                 on_error: Callable[[BaseException], None] | None = None, name: str = "viz-place-task") -> None:
+                 on_error: Callable[[BaseException], None] | None = None,
+                 on_finish: Callable[[], None] | None = None, name: str = "viz-place-task") -> None:
         self.fn = fn
         self.on_done = on_done
         self.on_error = on_error
+        self.on_finish = on_finish
+        self._over = False
+        self._ended = threading.Event()
         self.cancel_event = threading.Event()
         self.name = name
         self._thread: threading.Thread | None = None
@@ -35,10 +42,23 @@ class BackgroundTask:
     def start(self) -> None:
         if self._thread is not None:
             raise RuntimeError("a BackgroundTask runs once")
-        self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
-        self._thread.start()
+        thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+        self._thread = thread
+        thread.start()
 
     def _run(self) -> None:
+        try:
+            self._work()
+        finally:
+            self._over = True
+            if self.on_finish is not None:
+                try:
+                    self.on_finish()
+                except Exception:  # pragma: no cover - last resort
+                    traceback.print_exc()
+            self._ended.set()
+
+    def _work(self) -> None:
         try:
             self.result = self.fn(self.cancel_event)
         except BaseException as err:  # reported to the user by on_error, never lost
@@ -62,11 +82,11 @@ class BackgroundTask:
 
     @property
     def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        """``True`` from :meth:`start` until ``on_done`` / ``on_error`` have returned."""
+        return self._thread is not None and not self._over
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Join the thread; ``True`` if it finished."""
+        """Wait for the task (``on_finish`` included); ``True`` if it finished or never started."""
         if self._thread is None:
             return True
-        self._thread.join(timeout)
-        return not self._thread.is_alive()
+        return self._ended.wait(timeout)

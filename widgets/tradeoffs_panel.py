@@ -186,6 +186,7 @@ class TradeoffsPanel:
     def sweep(self) -> bool:
         """Run the sweep in the background; rows appear as each count finishes."""
         if self.task is not None and self.task.running:
+            self.sweep_status.value = error_html("a sweep is already running; cancel it first")
             return False
         s = self.state
         name, cname, k = self.sweep_solver.value, self.sweep_class.value, int(self.sweep_k.value)
@@ -224,7 +225,6 @@ class TradeoffsPanel:
             return self.sweep_rows
 
         def done(rows):
-            self.sweep_button.disabled, self.sweep_cancel.disabled = False, True
             if s.graph is not graph:
                 self.sweep_rows = []
                 set_sweep(self.view, [])
@@ -236,10 +236,12 @@ class TradeoffsPanel:
                 (error_html(errs[0]) if errs else "")
 
         def failed(err):
-            self.sweep_button.disabled, self.sweep_cancel.disabled = False, True
             self.sweep_status.value = error_html(f"sweep failed: {err}")
 
-        self.task = BackgroundTask(work, on_done=done, on_error=failed, name="sweep")
+        def idle():
+            self.sweep_button.disabled, self.sweep_cancel.disabled = False, True
+
+        self.task = BackgroundTask(work, on_done=done, on_error=failed, on_finish=idle, name="sweep")
         self.sweep_button.disabled, self.sweep_cancel.disabled = True, False
         self.task.start()
         return True
