@@ -27,7 +27,7 @@ lab: $(STAMP)
 
 test: $(STAMP)
 	bash scripts/ensure-browser.sh
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=20
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not browser and not slow"
