@@ -104,12 +104,50 @@ def test_profile_on_a_tiny_hf_model_at_module_granularity():
     assert g.source["measured"]["ratio"] > 0 and any(n.startswith("profile calibration") for n in g.notes)
 
 
-def test_profile_refuses_a_cpu_factor_and_training_profiles_backward_as_estimate():
-    x = (torch.randn(4, 256),)
+def test_profile_refuses_a_cpu_factor():
     with pytest.raises(Exception, match="measured by --profile"):
-        import_torch(Small(), x, profile=True, calibration={"cpu": 2.0})
-    g = import_torch(Small(), x, profile=True, repeats=2, training=True)
-    fwd = [n for n in g.nodes() if not n.backward]
-    for n in fwd:
-        assert g.node(f"{n.id}__grad").latency["cpu"] == pytest.approx(2 * n.latency["cpu"])
-    assert any("backward ops: 2x" in n for n in g.notes)
+        import_torch(Small(), (torch.randn(4, 256),), profile=True, calibration={"cpu": 2.0})
+
+
+class Lopsided(torch.nn.Module):
+    """A big matmul, a cheap relu, and a branch that needs no gradient (integer arithmetic)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.big = torch.nn.Linear(512, 1024)
+        self.out = torch.nn.Linear(1024, 8)
+
+    def forward(self, x, idx):
+        shift = idx * 2 + 1          # integers: no autograd node, so no backward work
+        h = torch.relu(self.big(x))
+        return self.out(h) + shift.sum()
+
+
+def test_training_profile_measures_each_backward_op():
+    x, idx = torch.randn(128, 512), torch.arange(8)
+    model = Lopsided()
+    g = import_torch(model, (x, idx), profile=True, repeats=5, training=True)
+    bw = {n.id[:-len("__grad")]: n.latency["cpu"] for n in g.nodes() if n.backward}
+    fw = {n.id: n.latency["cpu"] for n in g.nodes() if not n.backward}
+    assert set(bw) == {"mul", "add", "big", "relu", "out", "sum_1", "add_1"}   # fx node names
+    assert bw["big"] > 5 * bw["relu"] > 0                   # the matmul's weight gradient dominates
+    assert all(bw[k] == 0.0 for k in ("mul", "add", "sum_1")), bw   # integers: no autograd node, no time
+    # x needs no gradient, so big's backward is one matmul (about its forward), not the 2x estimate
+    assert bw["big"] < 1.6 * fw["big"], (bw, fw)
+    assert any(bw[k] != pytest.approx(2 * fw[k]) for k in bw)             # measured, not 2x forward
+    m = g.source["measured"]
+    assert m["backward_sum_of_nodes_ms"] == pytest.approx(sum(bw.values()))
+    assert m["backward_ms"] > 0 and 0.5 < m["backward_ratio"] < 2.0, m   # the per-op times add up to the pass
+    line = next(n for n in g.notes if n.startswith("backward calibration"))
+    assert "end-to-end backward" in line and "ratio" in line
+    assert all(p.grad is None for p in model.parameters())                # the model is left as it was
+    for p in model.parameters():                                            # and its hooks are gone
+        p.grad = None
+    model(x, idx).sum().backward()
+    assert all(p.grad is not None for p in model.parameters())
+
+
+def test_backward_of_a_model_without_gradients_is_refused_with_the_reason():
+    model = Small().requires_grad_(False)
+    with pytest.raises(Exception, match="first output of the traced module needs no gradient"):
+        import_torch(model, (torch.randn(4, 256),), profile=True, repeats=1, training=True)

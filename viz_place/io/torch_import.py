@@ -173,27 +173,33 @@ def _tied_note(module) -> list[str]:
 
 def _with_profile(g: OpGraph, traced, module, inputs, host: str, repeats: int | None, clock: str):
     from .torch_profile import DEFAULT_REPEATS, profile_traced
-    prof = profile_traced(traced.gm, module, inputs, repeats=repeats or DEFAULT_REPEATS, clock=clock)
+    prof = profile_traced(traced.gm, module, inputs, repeats=repeats or DEFAULT_REPEATS, clock=clock,
+                          backward=g.is_training)
     h = g.nx.copy()
-    counted = 0.0
+    counted = counted_back = 0.0
     for nid, a in h.nodes(data=True):
         lat = dict(a["latency"])
         if a.get("backward"):
-            fwd = nid[:-len("__grad")]
-            lat[host] = 2.0 * prof.node_ms.get(fwd, 0.0)
+            lat[host] = prof.backward_node_ms.get(nid[:-len("__grad")], 0.0)
+            counted_back += lat[host]
         else:
             lat[host] = prof.node_ms.get(nid, 0.0)
             counted += lat[host]
         a["latency"] = lat
     line = prof.calibration_line(counted, names=set(h.nodes))
     notes = list(g.notes) + [line, f"latencies of kind {host!r}: measured on this CPU (ms, median per op)"
-                             + ("; backward ops: 2x their forward op's time (estimate)" if g.is_training else "")]
+                             + ("; backward ops: the autograd nodes their forward op created, timed in the "
+                                "backward pass" if g.is_training else "")]
     ratios = prof.ratios(names=set(h.nodes))
     measured = {"clock": prof.clock, "sum_of_nodes_ms": counted, "forward_ms": prof.forward_ms,
                 "ratio": counted / prof.forward_ms, "ratio_wall": ratios.get("wall"), "ratio_cpu": ratios.get("cpu"),
                 "forward_wall_ms": prof.forward_ms if prof.clock == "wall" else prof.other_forward_ms,
                 "forward_cpu_ms": prof.forward_ms if prof.clock == "cpu" else prof.other_forward_ms,
                 "repeats": prof.repeats, "warmup": prof.warmup, "threads": prof.threads}
+    if g.is_training:
+        notes.append(prof.backward_line(counted_back))
+        measured.update(backward_sum_of_nodes_ms=counted_back, backward_ms=prof.backward_ms,
+                        backward_ratio=counted_back / prof.backward_ms if prof.backward_ms else None)
     return OpGraph(h, name=g.name, default_cluster=g.default_cluster, notes=notes), measured
 
 

@@ -16,6 +16,16 @@ agree; on a shared one wall times also hold the waits for a core (measured
 here at load average ~9 on 2 cores: GPT-2's forward took 1.6 s of wall time
 for 0.48 s of CPU time), so the CPU clock is the default.
 
+With ``backward=True`` (training graphs) the backward pass is measured the same
+way: :class:`BackwardTimer` runs the nodes with autograd on and records which
+autograd nodes (``grad_fn``) each fx node created; a pre-hook and a hook on each
+of them time its part of the backward pass of the first output (the tensor a
+training loss is taken of; on the CPU the engine runs in the calling thread),
+summed per fx node, and after each run the model's own backward pass is timed
+without hooks (the *backward calibration line*).
+An fx node whose outputs need no gradient created no autograd node: its
+backward time is 0.
+
 >>> import torch
 >>> m = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU())
 >>> gm = torch.fx.symbolic_trace(m)
@@ -50,6 +60,12 @@ class Profile:
     clock: str = "cpu"
     other_node_ms: dict[str, float] | None = None
     other_forward_ms: float | None = None
+    #: with ``backward=True``: per fx node, the time of the autograd nodes it created, and the model's
+    #: end-to-end backward pass (ms), on ``clock`` and on the other clock
+    backward_node_ms: dict[str, float] | None = None
+    backward_ms: float | None = None
+    other_backward_node_ms: dict[str, float] | None = None
+    other_backward_ms: float | None = None
 
     @property
     def sum_ms(self) -> float:
@@ -80,6 +96,19 @@ class Profile:
                 f"{self.repeats} runs after {self.warmup} warm-up, {self.threads} torch thread)")
 
 
+    def backward_line(self, counted_ms: float) -> str:
+        """``sum of per-node backward times vs the end-to-end backward`` as one line (both clocks)."""
+        ratio = counted_ms / self.backward_ms if self.backward_ms else float("inf")
+        other = ""
+        if self.other_backward_node_ms is not None and self.other_backward_ms:
+            o_total = sum(self.other_backward_node_ms.values())
+            other = (f"; {_other(self.clock)} clock: {o_total:.4g} ms vs {self.other_backward_ms:.4g} ms, "
+                     f"ratio {o_total / self.other_backward_ms:.3f}")
+        return (f"backward calibration ({self.clock} clock, used as the backward ops' latencies): sum of per-node "
+                f"backward times {counted_ms:.4g} ms vs measured end-to-end backward {self.backward_ms:.4g} ms "
+                f"(ratio {ratio:.3f}{other}; median of {self.repeats} runs after {self.warmup} warm-up)")
+
+
 def _other(clock: str) -> str:
     return "cpu" if clock == "wall" else "wall"
 
@@ -106,9 +135,153 @@ def _node_timer_class():
     return NodeTimer
 
 
+def _tensors(value) -> list:
+    """The tensors in a node's output (tuples, lists, dicts and model-output objects included)."""
+    import torch
+    from torch.utils._pytree import tree_flatten
+    if hasattr(value, "to_tuple"):          # transformers' ModelOutput
+        value = value.to_tuple()
+    return [t for t in tree_flatten(value)[0] if isinstance(t, torch.Tensor)]
+
+
+def _backward_timer_class():
+    import torch.fx
+
+    class BackwardTimer(torch.fx.Interpreter):
+        """Runs the nodes with autograd on and records which fx node created each autograd node
+        (walking back from its outputs' ``grad_fn`` to the ones earlier nodes created); :meth:`arm` then
+        hooks every one of them so that a backward pass adds its wall and thread-CPU time to its fx node."""
+
+        def __init__(self, gm):
+            super().__init__(gm)
+            self.owner: dict[int, str] = {}
+            self.fns: list = []                     # keeps the autograd nodes (and their ids) alive
+            self.wall: dict[str, int] = {}
+            self.cpu: dict[str, int] = {}
+            self.handles: list = []
+            self._last: tuple[str, int, int] | None = None
+
+        def run_node(self, n):
+            out = super().run_node(n)
+            stack = [t.grad_fn for t in _tensors(out) if t.grad_fn is not None]
+            while stack:
+                fn = stack.pop()
+                if fn is None or id(fn) in self.owner:
+                    continue
+                self.owner[id(fn)] = n.name
+                self.fns.append(fn)
+                stack.extend(f for f, _ in fn.next_functions)
+            return out
+
+        def arm(self) -> None:
+            """Hook every recorded autograd node. The engine's work after a node (adding the gradients it
+            made into the next nodes' inputs, freeing what it saved) runs between its hook and the next
+            node's pre-hook: that gap counts for the node too, so the per-node times add up to the pass."""
+            started: dict[int, tuple[int, int]] = {}
+
+            def add(name, w, c):
+                self.wall[name] = self.wall.get(name, 0) + w
+                self.cpu[name] = self.cpu.get(name, 0) + c
+
+            def pre(key):
+                def hook(*_):
+                    w, c = time.perf_counter_ns(), time.thread_time_ns()
+                    if self._last is not None:
+                        name, w0, c0 = self._last
+                        add(name, w - w0, c - c0)
+                        self._last = None
+                    started[key] = (w, c)
+                return hook
+
+            def post(key, name):
+                def hook(*_):
+                    c1, w1 = time.thread_time_ns(), time.perf_counter_ns()
+                    w0, c0 = started.pop(key, (w1, c1))
+                    add(name, w1 - w0, c1 - c0)
+                    self._last = (name, time.perf_counter_ns(), time.thread_time_ns())
+                return hook
+
+            for fn in self.fns:     # (a parameter's AccumulateGrad node outlives the pass: hooks removed in finish)
+                key = id(fn)
+                self.handles += [fn.register_prehook(pre(key)), fn.register_hook(post(key, self.owner[key]))]
+
+        def finish(self) -> None:
+            """After the backward pass: the engine's work after the last node counts for it; hooks removed."""
+            if self._last is not None:
+                name, w0, c0 = self._last
+                self.wall[name] = self.wall.get(name, 0) + time.perf_counter_ns() - w0
+                self.cpu[name] = self.cpu.get(name, 0) + time.thread_time_ns() - c0
+                self._last = None
+            for handle in self.handles:
+                handle.remove()
+            self.handles = []
+
+    return BackwardTimer
+
+
+def _backward_root(out, what: str):
+    """The model's first output tensor: the one a training loss is taken of (as the pipeline runs do)."""
+    tensors = _tensors(out)
+    if not tensors or not tensors[0].requires_grad or not tensors[0].is_floating_point():
+        raise InputFormatError(f"profile: the first output of {what} needs no gradient (no parameter requires "
+                               "grad?), so its backward pass cannot be measured")
+    return tensors[0]
+
+
+def _measure_backward(gm, module, example_inputs, warmup: int, repeats: int) -> dict:
+    """Per-node and end-to-end backward times (ns lists per clock), interleaved run by run."""
+    import torch
+    timer_cls = _backward_timer_class()
+    params = list(gm.parameters()) + list(module.parameters())
+    nodes: dict[str, dict[str, list[int]]] = {"wall": {}, "cpu": {}}
+    total: dict[str, list[int]] = {"wall": [], "cpu": []}
+    for i in range(warmup + repeats):
+        for p in params:
+            p.grad = None
+        timer = timer_cls(gm)
+        try:
+            with torch.enable_grad():
+                root = _backward_root(timer.run(*example_inputs), "the traced module")
+                timer.arm()
+                try:
+                    root.backward(torch.ones_like(root))
+                finally:
+                    timer.finish()
+                for p in params:
+                    p.grad = None
+                root = _backward_root(module(*example_inputs), "the model")
+                grad = torch.ones_like(root)
+                w0, c0 = time.perf_counter_ns(), time.thread_time_ns()
+                root.backward(grad)
+                c1, w1 = time.thread_time_ns(), time.perf_counter_ns()
+        except InputFormatError:
+            raise
+        except Exception as err:
+            raise InputFormatError(f"profile: the backward pass failed ({type(err).__name__}: "
+                                   f"{' '.join(str(err).split())[:300]})") from None
+        if i >= warmup:
+            for clock, by_name in (("wall", timer.wall), ("cpu", timer.cpu)):
+                for name in set(timer.owner.values()):
+                    nodes[clock].setdefault(name, []).append(by_name.get(name, 0))
+            total["wall"].append(w1 - w0)
+            total["cpu"].append(c1 - c0)
+    for p in params:
+        p.grad = None
+    return {"nodes": nodes, "total": total}
+
+
 def profile_traced(gm: Any, module: Any, example_inputs: Sequence[Any], *, warmup: int = DEFAULT_WARMUP,
-                   repeats: int = DEFAULT_REPEATS, threads: int = 1, clock: str = "cpu") -> Profile:
-    """Time every node of ``gm`` and the forward pass of ``module`` (see the module docstring)."""
+                   repeats: int = DEFAULT_REPEATS, threads: int = 1, clock: str = "cpu",
+                   backward: bool = False) -> Profile:
+    """Time every node of ``gm`` and the forward pass of ``module`` (see the module docstring); with
+    ``backward``, each node's share of the backward pass and the model's backward pass too.
+
+    >>> import torch
+    >>> m = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU())
+    >>> p = profile_traced(torch.fx.symbolic_trace(m), m, (torch.randn(8, 64),), repeats=3, backward=True)
+    >>> p.backward_node_ms["_0"] > 0 and p.backward_ms > 0
+    True
+    """
     import torch
     for label, v, low in (("warmup", warmup, 0), ("repeats", repeats, 1), ("threads", threads, 1)):
         if isinstance(v, bool) or not isinstance(v, int) or v < low:
@@ -142,6 +315,7 @@ def profile_traced(gm: Any, module: Any, example_inputs: Sequence[Any], *, warmu
                         samples["cpu"].setdefault(name, []).append(t)
                     forward["wall"].append(w1 - w0)
                     forward["cpu"].append(c1 - c0)
+        back = _measure_backward(gm, module, example_inputs, warmup, repeats) if backward else None
     finally:
         torch.set_num_threads(old_threads)
     kind = {n.name: n.op for n in gm.graph.nodes}
@@ -151,5 +325,11 @@ def profile_traced(gm: Any, module: Any, example_inputs: Sequence[Any], *, warmu
                 if kind.get(k) not in ("placeholder", "output", "get_attr")}
 
     other = _other(clock)
+    extra = {}
+    if back is not None:
+        extra = dict(backward_node_ms=medians(back["nodes"][clock]),
+                     backward_ms=statistics.median(back["total"][clock]) / 1e6,
+                     other_backward_node_ms=medians(back["nodes"][other]),
+                     other_backward_ms=statistics.median(back["total"][other]) / 1e6)
     return Profile(medians(samples[clock]), statistics.median(forward[clock]) / 1e6, warmup, repeats, threads,
-                   clock, medians(samples[other]), statistics.median(forward[other]) / 1e6)
+                   clock, medians(samples[other]), statistics.median(forward[other]) / 1e6, **extra)
