@@ -42,9 +42,8 @@ class BackgroundTask:
     def start(self) -> None:
         if self._thread is not None:
             raise RuntimeError("a BackgroundTask runs once")
-        thread = threading.Thread(target=self._run, name=self.name, daemon=True)
-        self._thread = thread
-        thread.start()
+        self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+        self._thread.start()
 
     def _run(self) -> None:
         try:
