@@ -231,3 +231,17 @@ def build_from_source(source: Mapping[str, Any] | None, *, meta: bool = False) -
     return build_model(source["spec"], source.get("overrides") or {}, batch=int(source.get("batch") or 1),
                        seq_len=source.get("seq_len"), image_size=source.get("image_size"),
                        seed=int(source.get("seed") or 0), meta=meta)
+
+
+def output_tensors(out: Any) -> list:
+    """The tensors of a model output (``ModelOutput``, tuple, dict or a tensor), in order."""
+    import torch
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if hasattr(out, "to_tuple"):
+        out = out.to_tuple()
+    if isinstance(out, dict):
+        out = list(out.values())
+    if isinstance(out, (tuple, list)):
+        return [t for o in out for t in output_tensors(o)]
+    return []

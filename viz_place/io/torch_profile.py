@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..errors import InputFormatError
+from .torch_models import output_tensors
 
 DEFAULT_WARMUP = 3
 DEFAULT_REPEATS = 10
@@ -90,27 +91,25 @@ class Profile:
         """``sum of per-node times vs the end-to-end forward`` as one line (both clocks)."""
         total = self.sum_ms if counted_ms is None else counted_ms
         ratio = total / self.forward_ms if self.forward_ms > 0 else float("inf")
-        other = ""
-        if self.other_node_ms is not None and self.other_forward_ms:
-            o_total = sum(v for k, v in self.other_node_ms.items() if names is None or k in names)
-            other = (f"; {_other(self.clock)} clock: {o_total:.4g} ms vs {self.other_forward_ms:.4g} ms, "
-                     f"ratio {o_total / self.other_forward_ms:.3f}")
+        other = self._other_clock(self.other_node_ms, self.other_forward_ms, names)
         return (f"profile calibration ({self.clock} clock, used as latencies): sum of per-node times {total:.4g} ms "
                 f"vs measured end-to-end forward {self.forward_ms:.4g} ms (ratio {ratio:.3f}{other}; median of "
                 f"{self.repeats} runs after {self.warmup} warm-up, {self.threads} torch thread)")
 
-
     def backward_line(self, counted_ms: float) -> str:
         """``sum of per-node backward times vs the end-to-end backward`` as one line (both clocks)."""
         ratio = counted_ms / self.backward_ms if self.backward_ms else float("inf")
-        other = ""
-        if self.other_backward_node_ms is not None and self.other_backward_ms:
-            o_total = sum(self.other_backward_node_ms.values())
-            other = (f"; {_other(self.clock)} clock: {o_total:.4g} ms vs {self.other_backward_ms:.4g} ms, "
-                     f"ratio {o_total / self.other_backward_ms:.3f}")
+        other = self._other_clock(self.other_backward_node_ms, self.other_backward_ms)
         return (f"backward calibration ({self.clock} clock, used as the backward ops' latencies): sum of per-node "
                 f"backward times {counted_ms:.4g} ms vs measured end-to-end backward {self.backward_ms:.4g} ms "
                 f"(ratio {ratio:.3f}{other}; median of {self.repeats} runs after {self.warmup} warm-up)")
+
+    def _other_clock(self, nodes: dict[str, float] | None, end_to_end: float | None, names=None) -> str:
+        """The calibration lines' clause for the clock not used as latencies ('' when not measured)."""
+        if nodes is None or not end_to_end:
+            return ""
+        total = sum(v for k, v in nodes.items() if names is None or k in names)
+        return f"; {_other(self.clock)} clock: {total:.4g} ms vs {end_to_end:.4g} ms, ratio {total / end_to_end:.3f}"
 
 
 def _other(clock: str) -> str:
@@ -139,15 +138,6 @@ def _node_timer_class():
     return NodeTimer
 
 
-def _tensors(value) -> list:
-    """The tensors in a node's output (tuples, lists, dicts and model-output objects included)."""
-    import torch
-    from torch.utils._pytree import tree_flatten
-    if hasattr(value, "to_tuple"):          # transformers' ModelOutput
-        value = value.to_tuple()
-    return [t for t in tree_flatten(value)[0] if isinstance(t, torch.Tensor)]
-
-
 def _backward_timer_class():
     import torch.fx
 
@@ -167,7 +157,7 @@ def _backward_timer_class():
 
         def run_node(self, n):
             out = super().run_node(n)
-            stack = [t.grad_fn for t in _tensors(out) if t.grad_fn is not None]
+            stack = [t.grad_fn for t in output_tensors(out) if t.grad_fn is not None]
             while stack:
                 fn = stack.pop()
                 if fn is None or id(fn) in self.owner:
@@ -183,17 +173,10 @@ def _backward_timer_class():
             node's pre-hook: that gap counts for the node too, so the per-node times add up to the pass."""
             started: dict[int, tuple[int, int]] = {}
 
-            def add(name, w, c):
-                self.wall[name] = self.wall.get(name, 0) + w
-                self.cpu[name] = self.cpu.get(name, 0) + c
-
             def pre(key):
                 def hook(*_):
                     w, c = time.perf_counter_ns(), time.thread_time_ns()
-                    if self._last is not None:
-                        name, w0, c0 = self._last
-                        add(name, w - w0, c - c0)
-                        self._last = None
+                    self._close_gap(w, c)
                     started[key] = (w, c)
                 return hook
 
@@ -201,7 +184,7 @@ def _backward_timer_class():
                 def hook(*_):
                     c1, w1 = time.thread_time_ns(), time.perf_counter_ns()
                     w0, c0 = started.pop(key, (w1, c1))
-                    add(name, w1 - w0, c1 - c0)
+                    self._add(name, w1 - w0, c1 - c0)
                     self._last = (name, time.perf_counter_ns(), time.thread_time_ns())
                 return hook
 
@@ -211,21 +194,28 @@ def _backward_timer_class():
 
         def finish(self) -> None:
             """After the backward pass: the engine's work after the last node counts for it; hooks removed."""
-            if self._last is not None:
-                name, w0, c0 = self._last
-                self.wall[name] = self.wall.get(name, 0) + time.perf_counter_ns() - w0
-                self.cpu[name] = self.cpu.get(name, 0) + time.thread_time_ns() - c0
-                self._last = None
+            self._close_gap(time.perf_counter_ns(), time.thread_time_ns())
             for handle in self.handles:
                 handle.remove()
             self.handles = []
+
+        def _add(self, name: str, wall: int, cpu: int) -> None:
+            self.wall[name] = self.wall.get(name, 0) + wall
+            self.cpu[name] = self.cpu.get(name, 0) + cpu
+
+        def _close_gap(self, w: int, c: int) -> None:
+            """The time since the last node's hook (the engine's work after it) counts for that node."""
+            if self._last is not None:
+                name, w0, c0 = self._last
+                self._add(name, w - w0, c - c0)
+                self._last = None
 
     return BackwardTimer
 
 
 def _backward_root(out, what: str):
     """The model's first output tensor: the one a training loss is taken of (as the pipeline runs do)."""
-    tensors = _tensors(out)
+    tensors = output_tensors(out)
     if not tensors or not tensors[0].requires_grad or not tensors[0].is_floating_point():
         raise InputFormatError(f"profile: the first output of {what} needs no gradient (no parameter requires "
                                "grad?), so its backward pass cannot be measured")
@@ -239,6 +229,7 @@ def _measure_backward(gm, module, example_inputs, warmup: int, repeats: int) -> 
     params = list(gm.parameters()) + list(module.parameters())
     nodes: dict[str, dict[str, list[int]]] = {"wall": {}, "cpu": {}}
     total: dict[str, list[int]] = {"wall": [], "cpu": []}
+
     def zero_grads():        # present, so every backward adds into them, as microbatches after the first do
         for p in params:
             if p.requires_grad:

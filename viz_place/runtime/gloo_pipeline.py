@@ -18,7 +18,8 @@ import traceback
 from .calibrate import free_port
 from .procs import StageGroup, start_watchdog
 from .shm_pipeline import allocate
-from .stages import as_list, build_pipe, compiled_stage, output_tensors, stage_plan
+from ..io.torch_models import output_tensors
+from .stages import as_list, build_pipe, compiled_stage, stage_plan
 
 
 def contiguous_transfers(stage_module) -> list[str]:

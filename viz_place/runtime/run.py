@@ -38,7 +38,8 @@ from .costs import runtime_problem, to_runtime_placement
 from .errors import InternalError
 from .procs import RunCancelled, StageGroup
 from .recipe import ModelRecipe, graph_source
-from .stages import as_list, build_pipe, check_weights, compiled_stage, output_tensors, stage_plan
+from ..io.torch_models import output_tensors
+from .stages import as_list, build_pipe, check_weights, compiled_stage, stage_plan
 
 TRANSPORTS = ("shm", "gloo")
 

@@ -6,7 +6,7 @@ import time
 
 from .procs import StageGroup
 from .shm_pipeline import allocate, make_sync, stage_main
-from .stages import output_tensors
+from ..io.torch_models import output_tensors
 
 
 def single_process_time(module, mbs, targets=None) -> float:

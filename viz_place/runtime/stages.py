@@ -138,17 +138,3 @@ def stage_plan(pipe) -> StagePlan:
 def as_list(out: Any) -> list:
     """A stage's return value as a list of values."""
     return list(out) if isinstance(out, (tuple, list)) else [out]
-
-
-def output_tensors(out: Any) -> list:
-    """The tensors of a model output (``ModelOutput``, tuple, dict or a tensor), in order."""
-    import torch
-    if isinstance(out, torch.Tensor):
-        return [out]
-    if hasattr(out, "to_tuple"):
-        out = out.to_tuple()
-    if isinstance(out, dict):
-        out = list(out.values())
-    if isinstance(out, (tuple, list)):
-        return [t for o in out for t in output_tensors(o)]
-    return []
