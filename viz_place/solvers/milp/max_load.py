@@ -78,6 +78,7 @@ from ..contract import Problem, SolverResult
 from ..groups import allowed_devices, device_cycle, nonconvex_devices, pipeline_order, set_text
 from .backends import OPTIMALITY_TOL, MilpOptions, relative_gap, solve_milp
 from .pipeline import add_pipeline_constraints, pipeline_start_values
+from .neighbourhoods import lns_applies, run_lns
 from .polish import Polisher, polishable
 from .result import devices_from_solution, memory_diagnosis, milp_result
 from .set_bound import run_set_bound, wants_set_bound
@@ -131,6 +132,10 @@ class IlpOptions(MilpOptions):
         "help": "share of the time limit for polishing placements with moves, swaps and kicks (the warm start, "
                 "then each new incumbent of HiGHS, which continues from the polished one); ilp-noncontig, "
                 "objective max_load without overlap; 0 = off", "min": 0.0, "max": 0.5})
+    lns: float = field(default=0.3, metadata={
+        "help": "share of the time limit kept for re-solving the groups of three devices at a time exactly, the "
+                "others fixed (large-neighbourhood search), after the integer program when it has not reached "
+                "the gap; ilp-noncontig, objective max_load without overlap; 0 = off", "min": 0.0, "max": 0.8})
     set_bound: float = field(default=0.0, metadata={
         "help": "share of the time limit for the set-partitioning bound (column generation: each device's set "
                 "with its exact communication), run before the integer program when communication matters "
@@ -165,12 +170,15 @@ class OutOfTime(Exception):
     """Raised by :func:`build_model` when its ``check`` says the time is up."""
 
 
-def build_model(prob, allowed, opts: IlpOptions, sym_sets, order=None, check=None, floor: float = 0.0):
+def build_model(prob, allowed, opts: IlpOptions, sym_sets, order=None, check=None, floor: float = 0.0,
+                load_devices=None):
     """The PuLP model; returns ``(lp, x, y)`` with ``x[(g, d)]`` the assignment variables and
     ``y`` the device-order variables of a pipeline model (``{}`` otherwise; ``order``:
     :func:`~viz_place.solvers.groups.pipeline_order`, needed for it). ``check()`` is polled
     while building; when it returns true, :class:`OutOfTime` is raised. ``floor``: a proven
-    lower bound on the objective (the objective variable starts there).
+    lower bound on the objective (the objective variable starts there). ``load_devices``: only
+    these devices' loads enter the objective (a subproblem of :mod:`.neighbourhoods`; no floor
+    then); default all.
 
     Built in the order of the module docstring: assignment, compute terms,
     memory, communication, device order (pipeline splits), contiguity (also for
@@ -194,7 +202,7 @@ def build_model(prob, allowed, opts: IlpOptions, sym_sets, order=None, check=Non
     poll()
     add_symmetry_breaking(lp, x, len(allowed), sym_sets)
     poll()
-    add_objective(lp, prob, allowed, opts, parts, floor)
+    add_objective(lp, prob, allowed, opts, parts, floor, load_devices)
     return lp, x, y
 
 
@@ -309,21 +317,27 @@ def _add_load_rows(lp, var, d, parts, kinds, directions, name, overlap: bool) ->
             lp.addConstraint(var >= pulp.LpAffineExpression(terms), f"{name}_{d}_{i}")
 
 
-def add_objective(lp, prob, allowed, opts: IlpOptions, parts, floor: float = 0.0) -> None:
+def add_objective(lp, prob, allowed, opts: IlpOptions, parts, floor: float = 0.0, load_devices=None) -> None:
     """``T >= load(d)`` for every device and minimise ``T`` (or ``T = F + B`` for the training objective).
 
     ``floor``: a proven lower bound on the max-load over all valid placements (the packing and
     volume bounds of :func:`~viz_place.cost.bounds.simple_lower_bound`); ``T`` starts there (the
     training objective ``F + B`` is at least the max-load, so it gets the same floor).
+    ``load_devices``: only these devices get load rows (max-load objective only; no floor).
     """
-    # every group runs somewhere: the max-load is at least its fastest compute
-    unit = max((min(float(prob.lat[list(prob.groups[g]), d].sum()) for d in ds) for g, ds in enumerate(allowed)),
-               default=0.0)
-    floor = max(unit, float(floor)) if np.isfinite(floor) else unit
+    if load_devices is None:
+        # every group runs somewhere: the max-load is at least its fastest compute
+        unit = max((min(float(prob.lat[list(prob.groups[g]), d].sum()) for d in ds) for g, ds in enumerate(allowed)),
+                   default=0.0)
+        floor = max(unit, float(floor)) if np.isfinite(floor) else unit
+    elif opts.objective != "max_load":
+        raise ValueError("load_devices needs the max_load objective")
+    else:
+        floor = 0.0
     T = lp.add_variable("T", lowBound=floor * (1 - 1e-9))
     loads = ("compute", "comm")
     if opts.objective == "max_load":
-        for d in range(prob.num_devices):
+        for d in (range(prob.num_devices) if load_devices is None else load_devices):
             _add_load_rows(lp, T, d, parts, loads, (False, True), "load", opts.overlap)
         lp += T
     else:
@@ -502,7 +516,8 @@ def solve(problem: Problem, opts: IlpOptions, hooks: Hooks) -> SolverResult:
         start_values = {x[g, d].name: float(int(warm[0][prob.groups[g][0]]) == d) for (g, d) in x}
         if y:
             start_values.update(pipeline_start_values(prob, warm[0], y, order))
-    remaining = max(0.1, opts.time_limit - watch.elapsed)
+    lns_time = opts.lns * opts.time_limit if lns_applies(opts) else 0.0
+    remaining = max(0.1, opts.time_limit - watch.elapsed - lns_time)
     improve = None
     if polisher is not None:
         polisher.x = x
@@ -512,6 +527,13 @@ def solve(problem: Problem, opts: IlpOptions, hooks: Hooks) -> SolverResult:
     ilp_dev = devices_from_solution(prob, allowed, x, res)
     if polisher is not None and polisher.best is not None and (warm is None or polisher.best[1] < problem.value(warm[0])):
         warm = (polisher.best[0], "the MILP's incumbent, polished")
+    if lns_time and not hooks.cancelled and res.has_solution and (res.gap is None or res.gap > opts.gap):
+        start = min((d for d in (ilp_dev, warm[0] if warm else None) if d is not None and problem.evaluate(d).feasible),
+                    key=problem.value, default=None)
+        got = run_lns(problem, allowed, sym_sets, opts, hooks, start=start, bound=res.bound,
+                      deadline=watch.start + opts.time_limit) if start is not None else None
+        if got is not None:
+            warm = (got[0], "the MILP's incumbent, improved by re-solving device subsets")
     if res.status == "infeasible" and warm is None:
         extra = f" {set_text(kind)}" if kind != SET_ANY else ""
         raise InfeasibleError(f"infeasible{extra}: {memory_diagnosis(prob, allowed)}")

@@ -1,0 +1,149 @@
+"""Re-solving device subsets (issue #16, :mod:`viz_place.solvers.milp.neighbourhoods`): the subproblem
+is exact for its neighbourhood (brute force over the subset's groups), leaves the other devices' loads
+as they were, and the search only ever returns valid placements no worse than its start."""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from _ilp_brute import MAX_COMBOS, brute_force, combos
+from test_polish import _first_fit
+from viz_place.cost import compile_problem, evaluate_indices
+from viz_place.solvers import run_solver
+from viz_place.solvers.groups import allowed_devices
+from viz_place.solvers.milp import available_backends
+from viz_place.solvers.milp.max_load import IlpNoncontigOptions
+from viz_place.solvers.milp.neighbourhoods import improve_by_subsets, resolve_subset, subset_allowed
+from viz_place.testing import random_instance
+
+pytestmark = pytest.mark.skipif("highs" not in available_backends(), reason="needs highspy")
+OPTS = IlpNoncontigOptions(backend="highs", threads=1)
+
+
+def _instances(first_seed: int, count: int, min_devices: int = 3):
+    """``(seed, instance, problem, allowed, a random placement within memory)`` with at least
+    ``min_devices`` devices."""
+    for seed in range(first_seed, first_seed + count):
+        inst = random_instance(seed, n_min=5, n_max=9, n_classes=3)
+        prob = compile_problem(inst.graph, inst.cluster)
+        if prob.num_devices < min_devices:
+            continue
+        allowed = allowed_devices(prob, inst.pins)
+        start = _first_fit(prob, allowed, np.random.default_rng(seed))
+        if start is not None:
+            yield seed, inst, prob, allowed, start
+
+
+def _loads(prob, dev):
+    ev = evaluate_indices(prob, dev)
+    return [d.load for d in ev.devices], ev
+
+
+def _brute_subset(prob, al, dev, subset) -> float:
+    """Smallest max-load over ``subset`` of any placement within memory that moves only the groups
+    with several devices in ``al`` (every assignment of them tried)."""
+    free = [g for g, a in enumerate(al) if len(a) > 1]
+    best = math.inf
+    trial = np.array(dev)
+    for choice in itertools.product(*(al[g] for g in free)):
+        for g, d in zip(free, choice):
+            trial[list(prob.groups[g])] = d
+        loads, ev = _loads(prob, trial)
+        if not ev.violations:
+            best = min(best, max(loads[d] for d in subset))
+    return best
+
+
+def test_a_subproblem_is_exact_and_leaves_the_other_devices_alone():
+    checked = 0
+    for seed, inst, prob, allowed, start in _instances(12000, 80):
+        rng = np.random.default_rng(seed)
+        subset = tuple(sorted(int(d) for d in rng.choice(prob.num_devices, 2, replace=False)))
+        al = subset_allowed(prob, allowed, start, subset)
+        if math.prod(len(a) for a in al) > 4000:
+            continue
+        new, res, free = resolve_subset(prob, allowed, start, subset, time_limit=20, opts=OPTS)
+        assert res.status == "optimal", (seed, res.status)
+        assert free == sum(1 for a in al if len(a) > 1)
+        before, _ = _loads(prob, start)
+        after, ev = _loads(prob, new)
+        assert not ev.violations, (seed, ev.violations)
+        for d in range(prob.num_devices):
+            if d not in subset:
+                assert after[d] == pytest.approx(before[d], rel=1e-12, abs=1e-12), (seed, d)
+        for g, members in enumerate(prob.groups):
+            assert int(new[members[0]]) in al[g] and len({int(new[v]) for v in members}) == 1
+        exact = _brute_subset(prob, al, start, subset)
+        assert max(after[d] for d in subset) == pytest.approx(exact, rel=1e-7, abs=1e-9), seed
+        assert res.objective == pytest.approx(exact, rel=1e-6, abs=1e-6), seed
+        checked += 1
+    assert checked >= 25, checked
+
+
+def test_the_search_returns_valid_placements_no_worse_than_its_start():
+    checked = improved = 0
+    for seed, inst, prob, allowed, start in _instances(12200, 40):
+        out = improve_by_subsets(prob, allowed, start, size=2, time_limit=5, sub_time=2, opts=OPTS)
+        ev = evaluate_indices(prob, out.dev, pins=inst.pins)
+        assert not ev.violations, (seed, ev.violations)
+        first = evaluate_indices(prob, start).max_load
+        assert ev.max_load <= first * (1 + 1e-9)
+        assert out.key[0] == pytest.approx(ev.max_load, rel=1e-12)
+        for g, members in enumerate(prob.groups):
+            assert int(out.dev[members[0]]) in allowed[g] and len({int(out.dev[v]) for v in members}) == 1
+        assert all(row[1] and len(row[1]) >= 2 for row in out.log)
+        checked += 1
+        improved += ev.max_load < first * (1 - 1e-9)
+    assert checked >= 15 and improved >= checked // 3, (checked, improved)
+
+
+def test_growing_subsets_reach_the_brute_force_optimum():
+    """Subsets grow to all devices but one after a round without improvement; with two or three
+    devices that leaves moves the polisher cannot make, and the result is mostly the optimum."""
+    checked = optimal = 0
+    for seed, inst, prob, allowed, start in _instances(12400, 60):
+        if combos(inst) > MAX_COMBOS:
+            continue
+        best = brute_force(inst, "max_load")
+        out = improve_by_subsets(prob, allowed, start, size=2, time_limit=10, sub_time=5, opts=OPTS)
+        assert out.key[0] >= best * (1 - 1e-9)
+        checked += 1
+        optimal += out.key[0] <= best * (1 + 1e-9)
+    assert checked >= 15 and optimal >= 0.6 * checked, (checked, optimal)
+
+
+def test_a_cancelled_search_hands_back_its_start():
+    seed, inst, prob, allowed, start = next(_instances(12200, 40))
+    out = improve_by_subsets(prob, allowed, start, time_limit=5, opts=OPTS, cancel=lambda: True)
+    assert np.array_equal(out.dev, start) and not out.log
+
+
+def test_ilp_noncontig_hands_its_incumbent_to_the_subset_search(monkeypatch):
+    """When the integer program stops short of the gap, the subset search starts from its best
+    placement and what it returns is the run's placement, the MILP's bound still below it."""
+    from viz_place.solvers.milp import max_load
+    seen = []
+    real = max_load.run_lns
+
+    def recording(*args, **kw):
+        out = real(*args, **kw)
+        seen.append((kw["start"], kw["bound"], out))
+        return out
+
+    monkeypatch.setattr(max_load, "run_lns", recording)
+    from viz_place.samples import make_graph
+    g = make_graph("residual", 40, 3, training=True)
+    p = run_solver("ilp-noncontig", g, g.default_cluster,
+                   options={"backend": "highs", "threads": 1, "time_limit": 6, "lns": 0.5, "polish": 0.0})
+    assert seen, "the subset search did not run"
+    start, bound, out = seen[0]
+    value = evaluate_indices(compile_problem(g, g.default_cluster), start).max_load
+    assert p.claimed_value <= value * (1 + 1e-12)
+    if out is not None:
+        assert p.claimed_value == pytest.approx(out[1], rel=1e-12)
+        assert "re-solving device subsets" in p.message
+    assert p.lower_bound is not None and p.lower_bound <= p.claimed_value * (1 + 1e-9)
+    assert bound == pytest.approx(p.lower_bound, rel=1e-6) or p.lower_bound >= bound
