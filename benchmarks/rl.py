@@ -27,6 +27,7 @@ Then the training curves. Timings are wall seconds (the machine may be shared).
 
     .venv/bin/python benchmarks/rl.py                       # ~20 minutes
     .venv/bin/python benchmarks/rl.py --refresh-references --ref-time 240    # ~40 minutes
+    .venv/bin/python benchmarks/rl.py --improve-references 60     # re-solve device subsets from each, ~10 min
     .venv/bin/python benchmarks/rl.py --train-splits        # retrain the two-family policies, then run
     .venv/bin/python benchmarks/rl.py --ablation            # the search's pieces one at a time, ~7 min
 """
@@ -43,7 +44,8 @@ import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from _rl_refs import REFERENCES, SPECS, checked_reference, compute_reference, read_references, write_references  # noqa: E402
+from _rl_refs import (REFERENCES, SPECS, checked_reference, compute_reference, improve_reference,  # noqa: E402
+                      read_references, write_references)
 from viz_place import run_solver  # noqa: E402   (reads --policy FILE for the solver)
 from viz_place.solvers.rl import Policy, TrainConfig, load_policy, shipped_policy_path, train_policy  # noqa: E402
 from viz_place.testing import check_placement  # noqa: E402
@@ -152,6 +154,23 @@ def refresh(args) -> int:
     return 0
 
 
+def improve(args) -> int:
+    """Every stored reference after ``--improve-references`` seconds of re-solving device subsets."""
+    records = read_references()
+    only = set(args.only.split(",")) if args.only else None
+    for spec in SPECS:
+        if (only and spec.key not in only) or spec.key not in records:
+            continue
+        before = records[spec.key]["value"]
+        rec = improve_reference(spec, records[spec.key], args.improve_references)
+        records[spec.key] = rec
+        write_references(records)                  # after every graph: an interrupted run keeps what it has
+        print(f"{spec.key}: {before:.6g} -> {rec['value']:.6g} ({100 * (rec['value'] / before - 1):+.2f}%), bound "
+              f"{fmt(rec.get('lower_bound'), '.6g')}, gap {fmt(rec['gap'] and 100 * rec['gap'], '.2f')}%", flush=True)
+    print(f"wrote {REFERENCES}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="RL placer vs the best known non-contiguous placements")
     ap.add_argument("--budget", type=float, default=60.0, help="seconds of rl search per graph (default 60)")
@@ -165,6 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ls", action="store_true", help="also run local-search for as long as rl ran")
     ap.add_argument("--refresh-references", action="store_true",
                     help=f"recompute the references ({REFERENCES.name}) with long ilp-noncontig runs, then stop")
+    ap.add_argument("--improve-references", type=float, default=0.0, metavar="S",
+                    help="re-solve device subsets from each stored reference for S seconds, keep what is better, "
+                         "then stop")
     ap.add_argument("--ref-time", type=float, default=240.0, help="seconds per ilp-noncontig reference run")
     ap.add_argument("--only", default="", help="these graph keys only (comma-separated), e.g. "
                     "'chain_100_s1005@default'")
@@ -176,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
         return ablation(args)
     if args.refresh_references:
         return refresh(args)
+    if args.improve_references:
+        return improve(args)
     policy = load_policy(args.policy)
     print(f"policy: {args.policy or shipped_policy_path().name} (trained on {policy.meta.get('families')}, "
           f"sizes {policy.meta.get('sizes')}, memory-bound share {policy.meta.get('memory_bound', 0)}); "

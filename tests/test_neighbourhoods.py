@@ -147,3 +147,37 @@ def test_ilp_noncontig_hands_its_incumbent_to_the_subset_search(monkeypatch):
         assert "re-solving device subsets" in p.message
     assert p.lower_bound is not None and p.lower_bound <= p.claimed_value * (1 + 1e-9)
     assert bound == pytest.approx(p.lower_bound, rel=1e-6) or p.lower_bound >= bound
+
+
+def test_a_run_cancelled_during_the_subset_search_says_so_and_keeps_its_best(monkeypatch):
+    import threading
+
+    from viz_place.samples import make_graph
+    from viz_place.solvers.milp import max_load
+    stop = threading.Event()
+    starts = []
+    real = max_load.run_lns
+
+    def cancel_first(*args, **kw):
+        stop.set()                        # the user presses Stop as the subset search begins
+        starts.append(kw["start"])
+        return real(*args, **kw)
+
+    monkeypatch.setattr(max_load, "run_lns", cancel_first)
+    g = make_graph("residual", 40, 3, training=True)
+    p = run_solver("ilp-noncontig", g, g.default_cluster, cancel=stop,
+                   options={"backend": "highs", "threads": 1, "time_limit": 4, "lns": 0.5, "polish": 0.0})
+    assert starts, "the subset search did not run"
+    assert p.status == "cancelled" and "cancelled" in p.message
+    ev = evaluate_indices(compile_problem(g, g.default_cluster), starts[0])
+    assert p.claimed_value <= ev.max_load * (1 + 1e-12)
+
+
+def test_a_proven_run_skips_the_subset_search(monkeypatch):
+    from viz_place.solvers.milp import max_load
+    calls = []
+    monkeypatch.setattr(max_load, "run_lns", lambda *a, **kw: calls.append(kw) or None)
+    seed, inst, prob, allowed, start = next(_instances(12200, 40))
+    p = run_solver("ilp-noncontig", inst.graph, inst.cluster, pins=inst.pins,
+                   options={"backend": "highs", "threads": 1, "time_limit": 20, "lns": 0.5})
+    assert p.status == "optimal" and not calls

@@ -80,7 +80,7 @@ from .backends import OPTIMALITY_TOL, MilpOptions, relative_gap, solve_milp
 from .pipeline import add_pipeline_constraints, pipeline_start_values
 from .neighbourhoods import lns_applies, run_lns
 from .polish import Polisher, polishable
-from .result import devices_from_solution, memory_diagnosis, milp_result
+from .result import FROM_INCUMBENT, devices_from_solution, memory_diagnosis, milp_result
 from .set_bound import run_set_bound, wants_set_bound
 from .symmetry import add_symmetry_breaking, canonical, interchangeable_sets
 from .warm_start import best_warm_start, better_elsewhere_note, warm_start_note
@@ -526,19 +526,23 @@ def solve(problem: Problem, opts: IlpOptions, hooks: Hooks) -> SolverResult:
                      threads=opts.threads, hooks=hooks, improve=improve)
     ilp_dev = devices_from_solution(prob, allowed, x, res)
     if polisher is not None and polisher.best is not None and (warm is None or polisher.best[1] < problem.value(warm[0])):
-        warm = (polisher.best[0], "the MILP's incumbent, polished")
-    if lns_time and not hooks.cancelled and res.has_solution and (res.gap is None or res.gap > opts.gap):
+        warm = (polisher.best[0], f"{FROM_INCUMBENT}, polished")
+    if lns_time and not hooks.cancelled and res.status != "infeasible":
+        # the best placement so far, unless the integer program's bound already proves it within the gap
         start = min((d for d in (ilp_dev, warm[0] if warm else None) if d is not None and problem.evaluate(d).feasible),
                     key=problem.value, default=None)
+        gap = relative_gap(problem.value(start), res.bound) if start is not None else None
+        short = start is not None and (gap is None or gap > max(opts.gap, OPTIMALITY_TOL))
         got = run_lns(problem, allowed, sym_sets, opts, hooks, start=start, bound=res.bound,
-                      deadline=watch.start + opts.time_limit) if start is not None else None
+                      deadline=watch.start + opts.time_limit) if short else None
         if got is not None:
-            warm = (got[0], "the MILP's incumbent, improved by re-solving device subsets")
+            warm = (got[0], f"{FROM_INCUMBENT}, improved by re-solving device subsets")
     if res.status == "infeasible" and warm is None:
         extra = f" {set_text(kind)}" if kind != SET_ANY else ""
         raise InfeasibleError(f"infeasible{extra}: {memory_diagnosis(prob, allowed)}")
     result, value = milp_result(problem, solver=solver, res=res, ilp_dev=ilp_dev, warm=warm, bound_set=kind,
                                 extra_ok=outside_model, scope=set_text(kind),
+                                status_override="cancelled" if hooks.cancelled else None,
                                 model_note="loads with overlap: max(compute, communication)" if opts.overlap else "")
     notes = [warm_start_note(failures)]
     if kind == SET_PIPELINE:

@@ -40,6 +40,11 @@ def memory_diagnosis(prob: CompiledProblem, allowed: list[list[int]]) -> str:
             f"(memory needed on limited devices {need:.6g}, offered {offer:.6g})")
 
 
+#: How the source of a placement made from the integer program's incumbent begins (``milp_result``'s ``warm``):
+#: the message then names it as it is, not as a warm start.
+FROM_INCUMBENT = "the MILP's incumbent"
+
+
 def milp_result(problem: Problem, *, solver: str, res: MilpResult | None, ilp_dev: np.ndarray | None,
                 warm: tuple[np.ndarray, str] | None, bound_set: str | None,
                 extra_ok: Callable[[np.ndarray], str | None] | None = None,
@@ -115,7 +120,9 @@ def milp_result(problem: Problem, *, solver: str, res: MilpResult | None, ilp_de
             msg.append(f"gap {100 * gap:.3g}% (value {value:.6g}, bound {bound:.6g})")
         else:
             msg.append("no bound known")
-    if src != "ilp":
+    if src.startswith(FROM_INCUMBENT):
+        msg.append(f"best placement: {src}")
+    elif src != "ilp":
         msg.append(f"best placement is the warm start from {src} (the integer program found nothing better)")
     if res is not None and res.status == "infeasible":
         msg.append(f"the back-end reported the model infeasible ({res.message}) although this placement satisfies "
