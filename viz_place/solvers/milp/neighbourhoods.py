@@ -122,7 +122,8 @@ def improve_by_subsets(prob: CompiledProblem, allowed: Sequence[Sequence[int]], 
     device after a round without improvement. ``opts``: the
     :class:`~viz_place.solvers.milp.max_load.IlpOptions` of the sub-MILPs (back-end, threads;
     default ``ilp-noncontig``'s); ``on_better(dev, max_load)`` is called on each improvement; it
-    stops once the max-load is at most ``target``. A ``dev`` the evaluator rejects (memory, pins) is returned unchanged."""
+    stops once the max-load is at most ``target``. A ``dev`` the evaluator rejects (memory, pins)
+    is returned unchanged."""
     from .max_load import IlpNoncontigOptions
     opts = opts if opts is not None else IlpNoncontigOptions(backend=resolve_backend("auto"), threads=1)
     deadline = time.perf_counter() + time_limit
@@ -183,8 +184,8 @@ def run_lns(problem, allowed, sym_sets, opts, hooks, *, start: np.ndarray, bound
             deadline: float) -> tuple[np.ndarray, float] | None:
     """``ilp-noncontig``'s last phase: :func:`improve_by_subsets` from ``start`` (the best placement
     so far) until ``deadline`` or until ``bound`` (the integer program's, which holds for every
-    placement) proves it within ``opts.gap``, each improvement reported as the incumbent. Returns ``(placement, value)`` when it
-    found a better one (in canonical device order), else ``None``."""
+    placement) proves it within ``opts.gap``, each improvement reported as the incumbent. Returns
+    ``(placement, value)`` when it found a better one (in canonical device order), else ``None``."""
     from .backends import progress_data, relative_gap
     from .symmetry import canonical
     seconds = deadline - time.perf_counter()
