@@ -16,7 +16,7 @@ worse one than it was given.
 
 This is what moves a placement that no single move, swap or kick improves
 (:mod:`.polish`): on ``residual_75_s2_training`` three-device subsets take the
-MILP's incumbent from 46.85 to 46.59–46.66 (see the README).
+MILP's incumbent from 46.85 to 46.66 (see the README).
 
 >>> from viz_place.cost import compile_problem, evaluate_indices
 >>> from viz_place.testing import random_instance
