@@ -333,7 +333,7 @@ def test_15_headline_is_sticky_and_run_comes_before_the_options(ex):
 def test_dp_is_optimal_only_among_pipeline_splits_and_a_noncontig_bound_counts():
     ex = PlacementExplorer("residual", load_bokehjs=False)
     ex.run("dp")
-    ex.run("ilp-noncontig", {"time_limit": 20.0, "backend": "highs"})
+    ex.run("ilp-noncontig", {"time_limit": 8.0, "backend": "highs"})
     dp_row, nc_row = ex.history[1], ex.history[2]
     assert dp_row["bound_set"] == "pipeline" and nc_row["bound_set"] == "any"
     assert dp_row["note"].startswith("optimal among contiguous pipeline splits")
