@@ -7,8 +7,9 @@ holding 30% of the weights each, one host CPU: a pipeline split must spill whole
 slices to the slow host, a non-contiguous placement picks what to spill).
 
 The reference of a graph is the incumbent of a long ``ilp-noncontig`` run (HiGHS),
-with its status, proven bound and gap, possibly improved afterwards by re-solving device
-subsets (``benchmarks/rl.py --improve-references S``; the record's ``improved_by`` says so). Those runs are expensive, so
+with its status, proven bound and gap, possibly improved afterwards by re-solving
+device subsets (``benchmarks/rl.py --improve-references S``; the record's
+``improved_by`` says so). Those runs are expensive, so
 ``benchmarks/rl.py --refresh-references`` computes them once and writes
 ``benchmarks/data/rl_references.json`` (generator and seed, cluster, the placement,
 value, bound, status, gap, solver settings, date). On load every stored placement
