@@ -131,44 +131,50 @@ def ablation(args) -> int:
     return 0
 
 
-def refresh(args) -> int:
+def _update_references(args, update) -> int:
+    """``update(spec, stored record or None)`` -> ``(record, line)`` for each test graph (``--only``), the
+    file written after each (an interrupted run keeps what it has); ``(None, _)`` leaves a graph as it is."""
     records = read_references()
     only = set(args.only.split(",")) if args.only else None
     for spec in SPECS:
         if only and spec.key not in only:
             continue
+        rec, line = update(spec, records.get(spec.key))
+        if rec is None:
+            continue
+        records[spec.key] = rec
+        write_references(records)
+        print(line, flush=True)
+    print(f"wrote {REFERENCES}")
+    return 0
+
+
+def refresh(args) -> int:
+    """Every reference recomputed by a ``--ref-time`` s ``ilp-noncontig`` run (a better stored one is kept)."""
+    def update(spec, old):
         t0 = time.perf_counter()
         rec = compute_reference(spec, args.ref_time)
-        old = records.get(spec.key)
         if old is not None and old.get("fingerprint") == rec["fingerprint"] and old["value"] < rec["value"]:
             # keep the better placement; a bound proven by either run holds
             bounds = [b for b in (old.get("lower_bound"), rec["lower_bound"]) if b]
             old["lower_bound"] = max(bounds) if bounds else None
             old["gap"] = old["value"] / old["lower_bound"] - 1 if old["lower_bound"] else None
             rec = old
-        records[spec.key] = rec
-        write_references(records)                  # after every graph: an interrupted refresh keeps what it has
-        print(f"{spec.key}: {rec['value']:.6g} ({rec['status']}, bound {fmt(rec['lower_bound'], '.6g')}, gap "
-              f"{fmt(rec['gap'] and 100 * rec['gap'], '.2f')}%) in {time.perf_counter() - t0:.0f} s", flush=True)
-    print(f"wrote {REFERENCES}")
-    return 0
+        return rec, (f"{spec.key}: {rec['value']:.6g} ({rec['status']}, bound {fmt(rec['lower_bound'], '.6g')}, gap "
+                     f"{fmt(rec['gap'] and 100 * rec['gap'], '.2f')}%) in {time.perf_counter() - t0:.0f} s")
+    return _update_references(args, update)
 
 
 def improve(args) -> int:
     """Every stored reference after ``--improve-references`` seconds of re-solving device subsets."""
-    records = read_references()
-    only = set(args.only.split(",")) if args.only else None
-    for spec in SPECS:
-        if (only and spec.key not in only) or spec.key not in records:
-            continue
-        before = records[spec.key]["value"]
-        rec = improve_reference(spec, records[spec.key], args.improve_references)
-        records[spec.key] = rec
-        write_references(records)                  # after every graph: an interrupted run keeps what it has
-        print(f"{spec.key}: {before:.6g} -> {rec['value']:.6g} ({100 * (rec['value'] / before - 1):+.2f}%), bound "
-              f"{fmt(rec.get('lower_bound'), '.6g')}, gap {fmt(rec['gap'] and 100 * rec['gap'], '.2f')}%", flush=True)
-    print(f"wrote {REFERENCES}")
-    return 0
+    def update(spec, old):
+        if old is None:
+            return None, ""
+        rec = improve_reference(spec, old, args.improve_references)
+        return rec, (f"{spec.key}: {old['value']:.6g} -> {rec['value']:.6g} "
+                     f"({100 * (rec['value'] / old['value'] - 1):+.2f}%), bound {fmt(rec.get('lower_bound'), '.6g')}, "
+                     f"gap {fmt(rec['gap'] and 100 * rec['gap'], '.2f')}%")
+    return _update_references(args, update)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,7 @@ from ..registry import SolverInfo, register
 from . import latency, max_load
 from .backends import OPTIMALITY_TOL, MilpOptions, MilpResult, available_backends, relative_gap, solve_milp
 from .latency import LatencyIlpOptions
-from .max_load import IlpNoncontigOptions, IlpOptions
+from .options import IlpNoncontigOptions, IlpOptions
 
 #: Options of viz_place.testing.check_solver's quick checks: limits that do not bind on its small graphs.
 CHECK_OPTIONS = {"time_limit": 30.0}

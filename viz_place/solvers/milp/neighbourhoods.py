@@ -40,7 +40,9 @@ import numpy as np
 
 from ...cost import evaluate_indices
 from ...cost.compiled import CompiledProblem
+from ..base import Hooks
 from .backends import resolve_backend, solve_milp
+from .options import IlpNoncontigOptions
 from .result import devices_from_solution
 
 #: Relative improvement below which a re-solved placement does not count (float noise).
@@ -102,8 +104,7 @@ def resolve_subset(prob: CompiledProblem, allowed, dev, subset, *, time_limit: f
     most ``time_limit`` seconds, starting from ``dev``; returns ``(placement or None, MilpResult,
     free groups)``. The sub-MILP's objective is the max-load over ``subset`` only, so its bound is
     no bound on the whole problem and is never reported as one."""
-    from ..base import Hooks
-    from .max_load import build_model
+    from .max_load import build_model               # max_load imports this module
     al = subset_allowed(prob, allowed, dev, subset)
     free = sum(1 for a in al if len(a) > 1)
     lp, x, _ = build_model(prob, al, opts, [], None, load_devices=subset)
@@ -124,7 +125,6 @@ def improve_by_subsets(prob: CompiledProblem, allowed: Sequence[Sequence[int]], 
     default ``ilp-noncontig``'s); ``on_better(dev, max_load)`` is called on each improvement; it
     stops once the max-load is at most ``target``. A ``dev`` the evaluator rejects (memory, pins)
     is returned unchanged."""
-    from .max_load import IlpNoncontigOptions
     opts = opts if opts is not None else IlpNoncontigOptions(backend=resolve_backend("auto"), threads=1)
     deadline = time.perf_counter() + time_limit
     t0 = time.perf_counter()

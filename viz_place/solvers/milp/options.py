@@ -1,0 +1,80 @@
+"""Options of the throughput integer programs (``ilp``, ``ilp-noncontig``) and the set each model
+optimises over.
+
+>>> IlpNoncontigOptions().contiguous, model_set(IlpNoncontigOptions())
+(False, 'any')
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...model import OBJECTIVES as ALL_OBJECTIVES
+from ...model.objective import OBJECTIVE_ALIASES
+from .backends import MilpOptions
+
+OBJECTIVES = tuple(o for o in ALL_OBJECTIVES if o != "latency")
+
+#: The sets of placements the models optimise over (``bound_set`` of their proven bounds).
+SET_PIPELINE, SET_CONVEX, SET_ANY = "pipeline", "convex", "any"
+
+
+@dataclass(frozen=True)
+class IlpOptions(MilpOptions):
+    """Options of ``ilp`` (contiguous by default) and ``ilp-noncontig``.
+
+    >>> IlpOptions(time_limit=5, gap=0.01).contiguous
+    True
+    """
+
+    contiguous: bool = field(default=True, metadata={
+        "help": "contiguous splits: pipeline splits (the DP's set), or per-device convex sets with device_cycles"})
+    device_cycles: bool = field(default=False, metadata={
+        "help": "with contiguous: only require each device's forward set to be convex (the authors' IP), which "
+                "lets two devices feed each other in a cycle; default: pipeline splits, as the DP"})
+    objective: str = field(default="max_load", metadata={
+        "help": "max_load, or max_forward_plus_max_backward (training: max forward load + max backward load)",
+        "choices": OBJECTIVES, "aliases": OBJECTIVE_ALIASES})
+    bound_phase: float = field(default=0.0, metadata={
+        "help": "share of the time limit for a first integer program in which only the largest groups are "
+                "integral (a relaxation: its bound holds for every placement and lifts the main model's); "
+                "0 = off (the default: on the published graphs it proved nothing beyond the packing floor)",
+        "min": 0.0, "max": 0.8})
+    overlap: bool = field(default=False, metadata={
+        "help": "communication overlaps compute: a device's load is max(compute, communication) (the paper's "
+                "Appendix G; the value is then evaluate(..., overlap=True))"})
+    polish: float = field(default=0.1, metadata={
+        "help": "share of the time limit for polishing placements with moves, swaps and kicks (the warm start, "
+                "then each new incumbent of HiGHS, which continues from the polished one); ilp-noncontig, "
+                "objective max_load without overlap; 0 = off", "min": 0.0, "max": 0.5})
+    lns: float = field(default=0.3, metadata={
+        "help": "share of the time limit kept for re-solving the groups of three devices at a time exactly, the "
+                "others fixed (large-neighbourhood search), after the integer program when it has not reached "
+                "the gap; ilp-noncontig, objective max_load without overlap; 0 = off", "min": 0.0, "max": 0.8})
+    set_bound: float = field(default=0.0, metadata={
+        "help": "share of the time limit for the set-partitioning bound (column generation: each device's set "
+                "with its exact communication), run before the integer program when communication matters "
+                "(see set_bound_comm); ilp-noncontig, objective max_load without overlap; 0 = off",
+        "min": 0.0, "max": 0.8})
+    set_bound_comm: float = field(default=0.01, metadata={
+        "help": "run the set-partitioning bound only when some device of the warm start pays at least this "
+                "share of its max-load in communication (below it, a communication bound cannot close much)",
+        "min": 0.0, "max": 1.0})
+
+
+@dataclass(frozen=True)
+class IlpNoncontigOptions(IlpOptions):
+    """Options of ``ilp-noncontig``: as :class:`IlpOptions`, ``contiguous`` off."""
+
+    contiguous: bool = field(default=False, metadata={
+        "help": "contiguous splits: pipeline splits (the DP's set), or per-device convex sets with device_cycles"})
+
+
+def model_set(opts: IlpOptions) -> str:
+    """The set of placements the model optimises over (its ``bound_set``).
+
+    >>> model_set(IlpOptions()), model_set(IlpOptions(device_cycles=True)), model_set(IlpNoncontigOptions())
+    ('pipeline', 'convex', 'any')
+    """
+    if not opts.contiguous:
+        return SET_ANY
+    return SET_CONVEX if opts.device_cycles else SET_PIPELINE
