@@ -32,7 +32,7 @@ import sys
 import time
 
 from _common import WORKLOADS, workloads_available
-from viz_place.cost import evaluate
+from viz_place.cost import evaluate, gap as gap_of
 from viz_place.errors import VizPlaceError
 from viz_place.io import load_graph
 from viz_place.solver_files import read_option_files
@@ -75,13 +75,6 @@ def run(graph, cluster, name: str, objective: str, args, extra=None) -> dict:
     return row
 
 
-def _gap(value, bound):
-    """``value / bound - 1`` (the explorer's gap), ``None`` without a positive bound."""
-    if value is None or bound is None or not bound > 0:
-        return None
-    return max(0.0, value / bound - 1.0)
-
-
 def long_run(graph, cluster, args) -> dict:
     """``ilp-noncontig`` for ``args.long`` seconds: status, value, proven bound (for any placement),
     gap, and when the progress reports first showed a gap within ``args.long_gap``."""
@@ -92,9 +85,7 @@ def long_run(graph, cluster, args) -> dict:
         if ev.incumbent is not None or ev.bound is not None:
             seen.append((time.perf_counter() - t0, ev.incumbent, ev.bound))
 
-    # HiGHS stops at its relative gap (value - bound) / value; this one makes value / bound - 1 <= long_gap
-    stop_gap = args.long_gap / (1 + args.long_gap)
-    opts = {"time_limit": args.long, "backend": args.backend, "gap": stop_gap, "threads": args.threads}
+    opts = {"time_limit": args.long, "backend": args.backend, "gap": args.long_gap, "threads": args.threads}
     row = {"solver": "ilp-noncontig", "nodes": graph.num_nodes, "groups": len(graph.colocation_groups)}
     c = time.process_time()
     try:
@@ -109,11 +100,11 @@ def long_run(graph, cluster, args) -> dict:
     for t, inc, bound in seen:
         best_inc = min(best_inc, inc) if inc is not None else best_inc
         best_bound = max(best_bound, bound) if bound is not None else best_bound
-        g = _gap(best_inc if math.isfinite(best_inc) else None, best_bound if best_bound > 0 else None)
+        g = gap_of(best_inc if math.isfinite(best_inc) else None, best_bound if best_bound > 0 else None)
         if g is not None and g <= args.long_gap * (1 + 1e-9):
             reached = t
             break
-    gap = _gap(value, p.lower_bound if p.bound_set == "any" else None)
+    gap = gap_of(value, p.lower_bound if p.bound_set == "any" else None)
     if reached is None and gap is not None and gap <= args.long_gap * (1 + 1e-9):
         reached = wall
     row.update(status=p.status, value=value, bound=p.lower_bound, gap=gap, wall=wall, cpu=time.process_time() - c,
@@ -135,7 +126,7 @@ def long_table(title: str, rows: list[dict], args, short: dict | None = None) ->
                 f"{r['status']:<9} {r['wall']:>7.1f} {num(r.get('reached'), '.1f'):>10}")
         if short:
             s = short.get(r["workload"])
-            sg = _gap(s["value"], s.get("bound")) if s and s.get("bound_set") == "any" else None
+            sg = gap_of(s["value"], s.get("bound")) if s and s.get("bound_set") == "any" else None
             line += f" {(f'{100 * sg:.2f}%' if sg is not None else '-'):>9}"
         print(line)
     ok = [r["workload"] for r in rows if r.get("gap") is not None and r["gap"] <= args.long_gap * (1 + 1e-9)]

@@ -31,45 +31,9 @@ MODELS = {
 SPLITTERS = ("dp", "balanced-memory", "uniform-layers")
 
 
-def local_balanced_memory(graph, devices):
-    """accelerate's ``device_map="balanced"`` on 2+ devices: along the module order, fill each
-    device with parameter bytes up to an equal share (``get_balanced_memory`` +
-    ``infer_auto_device_map``). Used until the ``balanced-memory`` solver is registered."""
-    from viz_place.io.torch_export_placement import program_order
-    nodes = program_order(graph)
-    share = sum(n.size for n in nodes) / len(devices)
-    out, used, d = {}, 0.0, 0
-    for n in nodes:
-        if d < len(devices) - 1 and used > 0 and used + n.size > share:
-            d, used = d + 1, 0.0
-        out[n.id] = devices[d]
-        used += n.size
-    return out
-
-
-def local_uniform_layers(graph, devices):
-    """DeepSpeed's ``partition_method="uniform"``: equal numbers of the main repeated blocks per
-    device, embeddings on the first, head on the last. Used until ``uniform-layers`` is registered."""
-    from viz_place.io.torch_export_placement import fqn, program_order
-    from viz_place.model.modules import is_within, repeated_blocks
-    blocks = repeated_blocks(graph).blocks
-    per = len(blocks) / len(devices)
-    starts = [blocks[round(i * per)] for i in range(1, len(devices))]
-    out, d = {}, 0
-    for n in program_order(graph):
-        while d < len(starts) and is_within(fqn(n.layer), starts[d]):
-            d += 1
-        out[n.id] = devices[d]
-    return out
-
-
 def placement_for(name, cost_graph, cluster):
-    from viz_place.model import Placement
-    from viz_place.solvers import list_solvers, run_solver
-    if name == "dp" or name in {s.name for s in list_solvers()}:
-        return run_solver(name, cost_graph, cluster, pins={}, options={}, progress=None, cancel=None), "registered"
-    local = {"balanced-memory": local_balanced_memory, "uniform-layers": local_uniform_layers}[name]
-    return Placement(local(cost_graph, list(cluster.device_names)), solver=f"local {name}"), "local function"
+    from viz_place.solvers import run_solver
+    return run_solver(name, cost_graph, cluster, pins={}, options={}, progress=None, cancel=None)
 
 
 def run_model(key, link, gloo, args):
@@ -84,7 +48,7 @@ def run_model(key, link, gloo, args):
     cost_graph, cluster = runtime_problem(graph, link, 2)
     rows = []
     for name in args.splitters:
-        placement, how = placement_for(name, cost_graph, cluster)
+        placement = placement_for(name, cost_graph, cluster)
         try:
             split = pipeline_split(graph, placement)
         except Exception as err:
@@ -104,12 +68,12 @@ def run_model(key, link, gloo, args):
                 print(f"[{key}] {label}: run failed: {err}", flush=True)
                 rows.append({"model": key, "splitter": label, "error": str(err)})
                 continue
-            rows.append(_row(key, label, how, split, run, t0))
+            rows.append(_row(key, label, split, run, t0))
     return rows
 
 
-def _row(key, name, how, split, run, t0):
-    row = {"model": key, "splitter": name, "how": how, "training": run.training, "grads_match": run.grads_match, "split_spec": split.split_spec, "transport": run.transport,
+def _row(key, name, split, run, t0):
+    row = {"model": key, "splitter": name, "training": run.training, "grads_match": run.grads_match, "split_spec": split.split_spec, "transport": run.transport,
            "outputs_match": run.outputs_match, "max_abs_diff": run.max_abs_diff,
            "predicted_ms": run.predicted_time_per_sample, "measured_ms": run.measured_time_per_sample,
            "wall_ms": run.wall_time_per_sample, "one_process_ms": run.single_process_time_per_sample,
@@ -138,7 +102,7 @@ def table(rows, link, gloo):
         if "error" in r:
             lines.append([r["model"], r["splitter"], "failed: " + r["error"][:60], "-", "-", "-", "-", "-", "-"])
             continue
-        lines.append([r["model"], r["splitter"] + ("*" if r["how"] != "registered" else ""),
+        lines.append([r["model"], r["splitter"],
                       ",".join(f"{k}:{v[0]}" for k, v in r["split_spec"].items()), f"{r['predicted_ms']:.1f}",
                       f"{r['measured_ms']:.1f}", f"{r['ratio']:.2f}", f"{r['one_process_ms']:.1f}",
                       "/".join(f"{s['compute']:.0f}" for s in r["stages"]), str(r["outputs_match"])])
@@ -147,8 +111,6 @@ def table(rows, link, gloo):
     print("-|-".join("-" * w for w in widths))
     for x in lines:
         print(" | ".join(c.ljust(w) for c, w in zip(x, widths)))
-    if any(r.get("how") == "local function" for r in rows):
-        print("* baseline computed by this script's local function (the registered solver was not available)")
     print()
     shm = [r for r in rows if "error" not in r and (r["transport"] == "shm" or r.get("training"))]
     ok_ratio = all(abs(r["ratio"] - 1) <= 0.25 for r in shm)

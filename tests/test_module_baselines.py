@@ -14,7 +14,8 @@ from viz_place.errors import SolverError  # noqa: E402
 from viz_place.io.torch_import import import_torch  # noqa: E402
 from viz_place.io.torch_models import build_model  # noqa: E402
 from viz_place.model import Cluster, DeviceClass  # noqa: E402
-from viz_place.model.modules import layer_to_path, module_device_map  # noqa: E402
+from viz_place.io.torch_export_placement import device_map  # noqa: E402
+from viz_place.model.modules import assignment_from_device_map, layer_to_path  # noqa: E402
 from viz_place.samples import load_sample  # noqa: E402
 from viz_place.solvers import run_solver  # noqa: E402
 from viz_place.solvers.baselines.module_order import partition_uniform  # noqa: E402
@@ -31,8 +32,8 @@ def gpus(k):
 
 
 def _blocks_per_device(g, p, layers):
-    dm = module_device_map(g, p.assignment)
-    return [dm[f"transformer.h.{i}"] for i in range(layers)], dm
+    back = assignment_from_device_map(g, device_map(g, p))   # the device_map, read back per node
+    return [back[f"transformer.h.{i}"] for i in range(layers)], back
 
 
 @pytest.mark.parametrize("granularity", ["op", "module"])

@@ -7,9 +7,10 @@ import importlib
 import pytest
 
 from viz_place.errors import PlacementError
-from viz_place.io.torch_export_placement import (device_map, fqn, pipeline_script, pipeline_split,
+from viz_place.io.torch_export_placement import (device_map, pipeline_script, pipeline_split,
                                                   placement_from_device_map, stage_order)
 from viz_place.model import OpGraph, Placement
+from viz_place.model.modules import layer_to_path
 
 torch = pytest.importorskip("torch")
 
@@ -150,6 +151,18 @@ def test_device_map_with_weights_directly_on_a_split_parent_names_them():
     assert dm == {"proj": "d0", "out": "d1", "cls": "d0"}
 
 
+def test_device_map_keeps_weights_of_a_split_parents_own_ops_on_their_device():
+    # GPT-2's shape: the position embedding's lookup is traced as the parent's own op (node "t#2")
+    layers = [("t", "/t"), ("wte", "/t/wte"), ("t#2", "/t"), ("h0", "/t/h/0"), ("h1", "/t/h/1"), ("head", "/head")]
+    g = OpGraph.from_records([{"id": n, "layer": layer, "latency": {"cpu": 1.0}, "size": 0.0 if n == "t" else 4.0}
+                              for n, layer in layers], [(a[0], b[0]) for a, b in zip(layers, layers[1:])])
+    p = {"t": "d0", "wte": "d0", "t#2": "d1", "h0": "d1", "h1": "d2", "head": "d2"}
+    dm = device_map(g, p)
+    assert dm == {"t": "d1", "t.wte": "d0", "t.h.0": "d1", "t.h.1": "d2", "head": "d2"}
+    back = placement_from_device_map(g, dm).assignment
+    assert {n: back[n] for n in ("wte", "t#2", "h0", "h1", "head")} == {n: p[n] for n in ("wte", "t#2", "h0", "h1", "head")}
+
+
 def test_script_needs_a_recorded_source():
     g = chain([("a", "/0"), ("b", "/1")])
     split = pipeline_split(g, {"a": "d0", "b": "d1"})
@@ -160,5 +173,5 @@ def test_script_needs_a_recorded_source():
     assert "{'1': 'BEGINNING'}" in text and "'use_cache': False" in text
 
 
-def test_fqn():
-    assert fqn("/h/0/attn") == "h.0.attn" and fqn(None) == ""
+def test_module_paths_from_layers():
+    assert layer_to_path("/h/0/attn") == "h.0.attn" and layer_to_path(None) == "" and layer_to_path("/") == ""

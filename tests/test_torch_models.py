@@ -14,8 +14,9 @@ from viz_place.errors import InputFormatError, PlacementError, SolverError  # no
 from viz_place.io import read_nodelink, write_nodelink  # noqa: E402
 from viz_place.io.torch_import import import_torch  # noqa: E402
 from viz_place.io.torch_models import build_model  # noqa: E402
-from viz_place.model.modules import (assignment_from_device_map, device_map_nodes, layer_to_path,  # noqa: E402
-                                     module_device_map, repeated_blocks)
+from viz_place.io.torch_export_placement import device_map  # noqa: E402
+from viz_place.model.modules import (assignment_from_device_map, is_within, layer_to_path,  # noqa: E402
+                                     repeated_blocks)
 from viz_place.solvers import run_solver  # noqa: E402
 from viz_place.testing import check_placement  # noqa: E402
 
@@ -96,16 +97,24 @@ def test_tiny_gpt2_op_and_module_granularity_solve_and_map_back():
     assert {"transformer.h.0", "transformer.h.1", "lm_head", "transformer.wte"} <= set(m.node_ids)
     assert m.total_flops == pytest.approx(g.total_flops)
     p = _solve_2(m)
-    dm = module_device_map(m, p.assignment)
-    assert dm["transformer.h.0"] == p.assignment["transformer.h.0"] and "lm_head" in dm
-    # every parameter of the model is covered by a key (longest prefix), as accelerate requires
     model = build_model("hf:gpt2", TINY_GPT2, seq_len=16, meta=True).module
+    dm = device_map(m, p, module=model)
+    # every parameter of the model is covered by a key (longest prefix), as accelerate requires
     for name, _ in model.named_parameters():
         assert any(name == k or name.startswith(k + ".") for k in dm), name
     back = assignment_from_device_map(m, dm)
-    named = device_map_nodes(m)
+    named = _mapped_nodes(m)
     assert set(back) == set(m.node_ids) and {n: back[n] for n in named} == {n: p.assignment[n] for n in named}
     assert set(named) >= {"transformer.h.0", "transformer.h.1", "transformer.wte", "lm_head"}
+    assert len(set(p.assignment.values())) >= 2   # the map had something to say
+
+
+def _mapped_nodes(g):
+    """The nodes whose device a device_map fixes: every module node, and a parent's own-ops node
+    (the ops a module runs between its children) when it holds parameters."""
+    paths = {n.id: layer_to_path(n.layer) for n in g.nodes() if not n.backward and not n.artificial}
+    parents = {q for q in paths.values() if any(r != q and is_within(r, q) for r in paths.values())}
+    return [nid for nid, q in paths.items() if q not in parents or g.node(nid).size > 0]
 
 
 def test_aten_granularity_splits_attention_into_core_ops_and_solves_exactly():
@@ -133,8 +142,8 @@ def test_tiny_resnet_imports_solves_and_maps_back():
     m = import_torch("hf:resnet", overrides=TINY_RESNET, image_size=32, granularity="module")
     assert "resnet.encoder.stages.1.layers.0" in m.node_ids and m.source["image_size"] == 32
     p = _solve_2(m)
-    back = assignment_from_device_map(m, module_device_map(m, p.assignment))
-    assert {n: back[n] for n in device_map_nodes(m)} == {n: p.assignment[n] for n in device_map_nodes(m)}
+    back = assignment_from_device_map(m, device_map(m, p))
+    assert {n: back[n] for n in _mapped_nodes(m)} == {n: p.assignment[n] for n in _mapped_nodes(m)}
 
 
 def test_module_granular_training_graph_keeps_twins_together():
@@ -158,13 +167,17 @@ def test_source_round_trips_through_the_graph_file(tmp_path):
     assert again.node_ids == m.node_ids and again.total_flops == m.total_flops
 
 
-def test_device_map_refuses_op_granular_graphs_and_split_modules():
+def test_device_map_of_op_granular_graphs_and_unplaced_nodes():
     g = import_torch("hf:gpt2", overrides=TINY_GPT2, seq_len=8)
-    with pytest.raises(PlacementError, match="not module-granular"):
-        module_device_map(g, {n: "cpu:0" for n in g.node_ids})
+    assert device_map(g, {n: "cpu:0" for n in g.node_ids}) == {"": "cpu:0"}   # whole modules: fine at op level
+    moved = {n.id for n in g.nodes() if is_within(layer_to_path(n.layer), "transformer.h.1")}
+    dm = device_map(g, {n: "cpu:1" if n in moved else "cpu:0" for n in g.node_ids})
+    assert dm["transformer.h.1"] == "cpu:1" and set(dm.values()) == {"cpu:0", "cpu:1"}
+    back = assignment_from_device_map(g, dm)
+    assert all(back[n] == "cpu:1" for n in moved) and back[g.node_ids[0]] == "cpu:0"
     m = import_torch("hf:gpt2", overrides=TINY_GPT2, seq_len=8, granularity="module")
-    with pytest.raises(PlacementError, match="'transformer.h.1' .* not placed"):
-        module_device_map(m, {n: "cpu:0" for n in m.node_ids if n != "transformer.h.1"})
+    with pytest.raises(PlacementError, match="not placed: 'transformer.h.1'"):
+        device_map(m, {n: "cpu:0" for n in m.node_ids if n != "transformer.h.1"})
 
 
 def test_errors_are_clear():

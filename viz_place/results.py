@@ -32,7 +32,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from .cost.bounds import simple_lower_bound
+from .cost.bounds import gap, simple_lower_bound
 from .model.objective import canonical_objective
 
 OBJECTIVE_LABELS = {"max_load": "max-load", "latency": "latency",
@@ -70,17 +70,6 @@ def simple_bound(graph, cluster, objective: str = "max_load") -> Bound:
 
 def _finite(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
-def gap(value: float | None, bound: float | None) -> float | None:
-    """``value / bound - 1``, clipped at 0 (rounding); ``None`` without a positive bound.
-
-    >>> gap(11.0, 10.0), gap(9.999999999, 10.0), gap(1.0, 0.0), gap(None, 1.0)
-    (0.10000000000000009, 0.0, None, None)
-    """
-    if not (_finite(value) and _finite(bound)) or bound <= 0:
-        return None
-    return max(0.0, value / bound - 1.0)
 
 
 def best_bound(rows: Iterable[Mapping[str, Any]], simple: Bound | None) -> Bound | None:

@@ -22,7 +22,7 @@ import ipywidgets as W
 
 from viz_place.errors import SolverError, VizPlaceError
 from viz_place.render import curve_view, reset_curve, stream_curve
-from viz_place.results import format_gap, objective_key
+from viz_place.results import format_gap, gap as gap_of, objective_key
 from viz_place.solver_files import read_option_files
 from viz_place.solvers import list_solvers, run_solver
 
@@ -157,7 +157,7 @@ class SolverPanel:
             bits.append(f"incumbent {fmt(p.incumbent)}")
         if p.bound is not None:
             bits.append(f"bound {fmt(p.bound)}")
-        gap = live_gap(p.incumbent, p.bound)
+        gap = gap_of(p.incumbent, p.bound)    # value / bound - 1, as every gap the tool states
         if gap is not None:
             bits.append(f"gap {format_gap(gap)}")
         if bits:
@@ -167,18 +167,6 @@ class SolverPanel:
             stream_curve(self.curve, point)
             if self.curve_widget.layout.display == "none":
                 self.curve_widget.layout.display = None
-
-
-def live_gap(incumbent: float | None, bound: float | None) -> float | None:
-    """The gap of a running solve, as the explorer states every gap (``value / bound - 1``,
-    :mod:`viz_place.results`); ``None`` unless both are known and the bound is positive.
-
-    >>> round(live_gap(10.5, 10.0), 6), live_gap(10.0, None), live_gap(3.0, 0.0)
-    (0.05, None, None)
-    """
-    if incumbent is None or bound is None or not (math.isfinite(incumbent) and math.isfinite(bound)) or bound <= 0:
-        return None
-    return max(0.0, incumbent / bound - 1.0)
 
 
 def best_known_for(state, name: str, options) -> float | None:

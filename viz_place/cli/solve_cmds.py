@@ -54,7 +54,7 @@ def add_parsers(sub) -> None:
 def _add_option_flags(p) -> None:
     p.add_argument("--time-limit", type=positive_seconds, metavar="S",
                    help="time limit in seconds, > 0 (leave it out for the solver's default)")
-    p.add_argument("--gap", type=finite_number, help="relative MIP gap")
+    p.add_argument("--gap", type=finite_number, help="stop once value / bound - 1 is at most this (0.01 = within 1 %%)")
     p.add_argument("--backend", help="MILP back-end (cbc, highs)")
     p.add_argument("--seed", type=int, help="random seed")
     p.add_argument("--policy", metavar="FILE", help="RL policy file (.npz)")

@@ -15,15 +15,17 @@ Pure transformations of (graph, placement); none needs torch except
   can only sit at the start or end of a module call; coarsen the graph to
   module granularity, or move the boundary to the nearest module the message
   names).
-* :func:`device_map` — module path -> device for a *module-granular* placement
-  (every module that owns weights wholly on one device), in the form of
+* :func:`device_map` — module path -> device (the tool's one ``device_map`` writer)
+  for a *module-granular* placement (every module that owns weights wholly on one
+  device, whether the graph has a node per module or per op), in the form of
   transformers' ``from_pretrained(device_map=...)`` / accelerate's
   ``dispatch_model`` once :func:`accelerate_device_map` turns our device names
   into torch devices; :func:`placement_from_device_map` reads one back.
 * :func:`pipeline_script` — a short standalone Python script that rebuilds the
   model from the graph's recorded source and runs the split as a pipeline.
 
-Module paths: a node's ``layer`` is ``/h/0/attn``; torch's is ``h.0.attn``.
+Module paths: a node's ``layer`` is ``/h/0/attn``; torch's is ``h.0.attn``
+(:func:`viz_place.model.modules.layer_to_path`).
 
 >>> from viz_place.model import OpGraph, Placement
 >>> g = OpGraph.from_records([{"id": n, "layer": f"/{i}", "latency": {"cpu": 1.0}}
@@ -43,6 +45,7 @@ import networkx as nx
 
 from ..errors import PlacementError
 from ..model import OpGraph, Placement
+from ..model.modules import is_within, layer_to_path
 
 SPLIT_FORMAT = "viz_place.pipelining/1"
 DEVICE_MAP_FORMAT = "viz_place.device_map/1"
@@ -52,19 +55,6 @@ def _error(message: str, *, node: str | None = None, device: str | None = None, 
     err = PlacementError(message)
     err.node, err.device, err.edge = node, device, edge
     return err
-
-
-def fqn(layer: str | None) -> str:
-    """``/h/0/attn`` -> ``h.0.attn`` (the root module is ``""``).
-
-    >>> fqn("/h/0/attn"), fqn("/"), fqn(None)
-    ('h.0.attn', '', '')
-    """
-    return "" if not layer else layer.strip("/").replace("/", ".")
-
-
-def _within(path: str, module: str) -> bool:
-    return module == "" or path == module or path.startswith(module + ".")
 
 
 def _ancestors(path: str) -> list[str]:
@@ -186,7 +176,7 @@ def pipeline_split(graph: OpGraph, placement: Placement | Mapping[str, str]) -> 
     stage = {d: i for i, d in enumerate(order)}
     prog = program_order(graph)
     st = [stage[assignment[n.id]] for n in prog]
-    paths = [fqn(n.layer) for n in prog]
+    paths = [layer_to_path(n.layer) for n in prog]
     high = 0
     for i, s in enumerate(st):
         if s < st[high]:
@@ -212,7 +202,7 @@ def pipeline_split(graph: OpGraph, placement: Placement | Mapping[str, str]) -> 
 
 
 def _contiguous_run(paths: Sequence[str], module: str) -> tuple[int, int] | None:
-    idx = [j for j, p in enumerate(paths) if _within(p, module)]
+    idx = [j for j, p in enumerate(paths) if is_within(p, module)]
     if not idx or idx[-1] - idx[0] + 1 != len(idx):
         return None
     return idx[0], idx[-1]
@@ -232,7 +222,7 @@ def _split_point(paths: Sequence[str], i: int) -> tuple[str | None, str]:
 
 
 def _not_at_module_boundary(prog, paths, i) -> str:
-    inside = next((m for m in reversed(_ancestors(paths[i])) if _within(paths[i - 1], m)), "")
+    inside = next((m for m in reversed(_ancestors(paths[i])) if is_within(paths[i - 1], m)), "")
     where = f"inside module {inside!r}" if inside else "between operations of the root module's own forward"
     near = []
     for j in list(range(i - 1, 0, -1))[:200] + list(range(i + 1, len(prog)))[:200]:
@@ -256,7 +246,10 @@ def torch_split_spec(split: PipelineSplit) -> dict:
 def device_map(graph: OpGraph, placement: Placement | Mapping[str, str], *,
                module: Any | None = None) -> dict[str, str]:
     """Module path -> device name for a module-granular placement, as coarse as it can be
-    (a module whose nodes all share a device appears once; ``{"": dev}`` for one device).
+    (a module whose nodes all share a device appears once; ``{"": dev}`` for one device). A
+    split module whose own ops (outside its children) hold weights keeps a key on their device,
+    under its children's keys (GPT-2's ``transformer`` when the position embedding's lookup is
+    traced as its own op), so every weight stays where the placement, and its memory, has it.
 
     With ``module`` (the ``torch.nn.Module``), modules that own parameters or buffers but no
     graph node (unused or folded weights) go with the nearest mapped module before them in
@@ -273,9 +266,9 @@ def device_map(graph: OpGraph, placement: Placement | Mapping[str, str], *,
     own: dict[str, dict[str, list[str]]] = {}   # module path -> device -> nodes whose layer is exactly it
     weighted: dict[str, dict[str, list[str]]] = {}  # the same, nodes holding weights only
     for n in nodes:
-        own.setdefault(fqn(n.layer), {}).setdefault(assignment[n.id], []).append(n.id)
+        own.setdefault(layer_to_path(n.layer), {}).setdefault(assignment[n.id], []).append(n.id)
         if n.size > 0:
-            weighted.setdefault(fqn(n.layer), {}).setdefault(assignment[n.id], []).append(n.id)
+            weighted.setdefault(layer_to_path(n.layer), {}).setdefault(assignment[n.id], []).append(n.id)
     for path in sorted(weighted):
         devs = weighted[path]
         if len(devs) > 1:
@@ -298,9 +291,13 @@ def device_map(graph: OpGraph, placement: Placement | Mapping[str, str], *,
         if len(under[path]) == 1:
             out[path] = next(iter(under[path]))
             return
+        if path and path in weighted:
+            # its own ops (outside its children) hold weights: the module gets a key on their device, which
+            # its children's keys override (longest prefix wins), so those weights stay where the placement has them
+            out[path] = next(iter(weighted[path]))
         for child in children.get(path, []):
             visit(child)
-        # ops of this module's own forward (not in a child) run wherever their inputs are
+        # ops of this module's own forward without weights run wherever their inputs are
     visit("")
     if module is not None:
         _cover_weights(out, module, weighted)
@@ -310,7 +307,7 @@ def device_map(graph: OpGraph, placement: Placement | Mapping[str, str], *,
 def _cover_weights(out: dict[str, str], module: Any, own: Mapping[str, Mapping[str, list[str]]]) -> None:
     last = next(iter(out.values()))
     for name, sub in module.named_modules():
-        hit = [k for k in out if _within(name, k)]
+        hit = [k for k in out if is_within(name, k)]
         if hit:
             last = out[max(hit, key=len)]
             continue
@@ -318,7 +315,7 @@ def _cover_weights(out: dict[str, str], module: Any, own: Mapping[str, Mapping[s
         if not direct:
             continue
         dev = next(iter(own[name]), last) if name in own else last
-        if any(_within(k, name) for k in out):  # children are mapped apart: name its own weights one by one
+        if any(is_within(k, name) for k in out):  # children are mapped apart: name its own weights one by one
             for p in direct:
                 out[f"{name}.{p}" if name else p] = dev
         else:

@@ -1,6 +1,6 @@
 """Coarsen an op graph imported from PyTorch to module granularity: one node
 per module at depth ``N`` (its whole subtree), so a placement maps back to
-modules one to one (:func:`viz_place.model.modules.module_device_map`).
+modules one to one (:func:`viz_place.io.torch_export_placement.device_map`).
 
 Ops are walked in traced order (a topological order: the order they ran in)
 and grouped by their module path cut to ``depth`` components. A group is a

@@ -8,10 +8,10 @@ for the dotted path ``transformer.h.0.attn`` (the root module is ``""``).
 :func:`repeated_blocks` finds the children of the model's main block list
 (GPT-2's ``transformer.h.*``, BERT's ``encoder.layer.*``, ResNet's stage blocks
 ``resnet.encoder.stages.*.layers.*``) from the layers and sizes alone;
-:func:`module_device_map` turns a placement of a module-granular graph (one
-node per module) into ``{dotted.module.path: device}`` as accelerate's
-``dispatch_model`` and transformers' ``from_pretrained(device_map=...)`` take
-it, and :func:`assignment_from_device_map` reads one back.
+:func:`assignment_from_device_map` reads a ``{dotted.module.path: device}`` map
+(as accelerate's ``dispatch_model`` and transformers' ``from_pretrained(device_map=...)``
+take it) back into node -> device; the map itself is written by
+:func:`viz_place.io.torch_export_placement.device_map`.
 
 >>> layer_to_path("/transformer/h/0/attn"), path_to_layer("transformer.h.0"), truncate("a.b.c.d", 2)
 ('transformer.h.0.attn', '/transformer/h/0', 'a.b')
@@ -147,51 +147,10 @@ def repeated_blocks(graph: OpGraph) -> BlockList:
     return BlockList(tuple(blocks), tuple(containers))
 
 
-def node_paths(graph: OpGraph) -> dict[str, str]:
-    """Forward node id -> dotted module path."""
-    return {n.id: layer_to_path(n.layer) for n in graph.nodes() if not n.backward and not n.artificial}
-
-
-def device_map_nodes(graph: OpGraph) -> dict[str, str]:
-    """The nodes of a module-granular graph that a ``device_map`` names: node id -> module path.
-
-    Every module node; a parent's own-ops node (``transformer``, ``transformer#2``:
-    the ops a module runs between its children) only when it holds parameters,
-    as a ``device_map`` lists only modules whose tensors must live somewhere.
-    """
-    paths = node_paths(graph)
-    parents = {p for p in set(paths.values()) if any(q != p and is_within(q, p) for q in paths.values())}
-    return {nid: path for nid, path in paths.items() if path not in parents or graph.node(nid).size > 0}
-
-
-def module_device_map(graph: OpGraph, assignment: Mapping[str, str]) -> dict[str, str]:
-    """``{dotted.module.path: device}`` of a placement of a module-granular graph.
-
-    ``assignment`` is node -> device (``placement.assignment``); the keys are the
-    paths of :func:`device_map_nodes` (more specific keys win, as accelerate
-    resolves them). Raises :class:`~viz_place.errors.PlacementError` for an
-    op-granular graph, an unplaced node, or when one module's nodes with
-    parameters are on different devices.
-    """
-    if (graph.source or {}).get("granularity") != "module":
-        raise PlacementError(f"graph {graph.name!r} is not module-granular (one node per module); import it "
-                             "with --granularity module to map a placement back to modules")
-    out: dict[str, str] = {}
-    for nid, path in device_map_nodes(graph).items():
-        if nid not in assignment:
-            raise PlacementError(f"node {nid!r} (module {path or '(root)'}) is not placed")
-        dev = assignment[nid]
-        if path in out and out[path] != dev:
-            raise PlacementError(f"module {path or '(root)'!r}: its nodes with parameters are on {out[path]} and "
-                                 f"{dev}; a device_map needs one device per module")
-        out[path] = dev
-    return out
-
-
 def assignment_from_device_map(graph: OpGraph, device_map: Mapping[str, str]) -> dict[str, str]:
     """node -> device from ``{module path: device}`` (the longest matching key wins);
-    the inverse of :func:`module_device_map` on module-granular graphs. Backward nodes
-    follow their forward twins' module."""
+    the inverse of :func:`viz_place.io.torch_export_placement.device_map` on module-granular
+    placements. Backward nodes follow their forward twins' module."""
     keys = sorted(device_map, key=lambda k: -path_depth(k))
     out: dict[str, str] = {}
     for n in graph.nodes():

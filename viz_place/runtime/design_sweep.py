@@ -28,10 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from ..cost import gap
 from ..errors import InputFormatError, VizPlaceError
 from ..io import load_graph
 from ..model import Cluster, OpGraph
-from .sweep_cells import UNFINISHED, Cell, base_row, expand_graphs, gap_of, plan_cells, run_cell
+from .sweep_cells import UNFINISHED, Cell, base_row, expand_graphs, plan_cells, run_cell
 from .sweep_store import ResultStore, SweepTable, latest_by_key
 
 
@@ -113,7 +114,7 @@ def refine_bounds(rows: Sequence[dict[str, Any]]) -> None:
         if k in best and r.get("value") is not None:
             r["bound"], r["bound_source"] = best[k]
             # the bounds hold over valid placements: no gap for one with violations
-            r["gap"] = gap_of(r["value"], r["bound"]) if r.get("feasible") is not False else None
+            r["gap"] = gap(r["value"], r["bound"]) if r.get("feasible") is not False else None
 
 
 def sweep(graphs: Iterable[Any] | Mapping[str, Any], solvers: Sequence[str], *,

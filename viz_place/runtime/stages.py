@@ -15,7 +15,8 @@ from typing import Any
 
 from ..errors import PlacementError
 from .errors import InternalError
-from ..io.torch_export_placement import PipelineSplit, fqn, torch_split_spec
+from ..io.torch_export_placement import PipelineSplit, torch_split_spec
+from ..model.modules import layer_to_path
 
 #: A value: ("in", k) = model input k; ("st", j, k) = output k of stage j.
 Ref = tuple
@@ -75,7 +76,7 @@ def check_weights(pipe, split: PipelineSplit, graph, module=None) -> None:
     stage_of = split.stage_of()
     for n in graph.nodes():
         if n.id in stage_of and n.size > 0 and n.layer:
-            expect.setdefault(fqn(n.layer), set()).add(stage_of[n.id])
+            expect.setdefault(layer_to_path(n.layer), set()).add(stage_of[n.id])
     for i in range(pipe.num_stages):
         for name, _ in pipe.get_stage_module(i).named_parameters():
             if name in tied:

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ..cost import evaluate
+from ..cost import evaluate, gap
 from ..errors import DeviceError, SolverError, VizPlaceError
 from ..model import Cluster, OpGraph
 from ..solvers import get_solver, run_solver
@@ -209,19 +209,6 @@ def any_placement_bound(graph: OpGraph, cluster: Cluster, objective: str, placem
     return best, source
 
 
-def gap_of(value: float | None, bound: float | None) -> float | None:
-    """``value / bound - 1`` (how far above the best proven bound), ``None`` when unknown.
-
-    >>> gap_of(11.0, 10.0), gap_of(5.0, None), gap_of(0.0, 0.0)
-    (0.10000000000000009, None, 0.0)
-    """
-    if value is None or bound is None or not math.isfinite(value):
-        return None
-    if bound <= 0:
-        return 0.0 if value <= 0 else None
-    return value / bound - 1.0
-
-
 def _worker_name() -> str:
     try:
         from distributed import get_worker
@@ -261,7 +248,7 @@ def run_cell(graph: OpGraph, cell: Cell, cancel: Callable[[], bool] | None = Non
         value = float(ev.value(objective))
         bound, source = any_placement_bound(graph, cluster, objective, p)
         row.update(objective=objective, value=value, status=p.status, feasible=bool(ev.feasible),
-                   bound=bound, bound_source=source, gap=gap_of(value, bound) if ev.feasible else None,
+                   bound=bound, bound_source=source, gap=gap(value, bound) if ev.feasible else None,
                    message=p.message,
                    solver_bound=getattr(p, "lower_bound", None), solver_bound_set=getattr(p, "bound_set", None))
     except VizPlaceError as err:

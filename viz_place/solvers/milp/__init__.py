@@ -12,7 +12,7 @@ other solvers), :mod:`.result` (the honest status, message and bound).
 """
 from ..registry import SolverInfo, register
 from . import latency, max_load
-from .backends import OPTIMALITY_TOL, MilpOptions, MilpResult, available_backends, relative_gap, solve_milp
+from .backends import OPTIMALITY_TOL, MilpOptions, MilpResult, available_backends, engine_gap, solve_milp
 from .latency import LatencyIlpOptions
 from .options import IlpNoncontigOptions, IlpOptions
 
@@ -29,5 +29,5 @@ register(SolverInfo("latency-ilp", latency.solve, LatencyIlpOptions, "latency",
                     "integer program for single-sample latency (contiguous, or up to q pieces per accelerator)",
                     exact=True, check_options=CHECK_OPTIONS))
 
-__all__ = ["OPTIMALITY_TOL", "MilpOptions", "MilpResult", "available_backends", "relative_gap", "solve_milp",
+__all__ = ["OPTIMALITY_TOL", "MilpOptions", "MilpResult", "available_backends", "engine_gap", "solve_milp",
            "IlpOptions", "IlpNoncontigOptions", "LatencyIlpOptions"]

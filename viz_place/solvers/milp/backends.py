@@ -1,7 +1,7 @@
 """A small adapter over MILP back-ends: CBC (bundled with PuLP) and HiGHS (``highspy``).
 
 The integer-program solvers build a ``pulp.LpProblem`` and hand it to
-:func:`solve_milp`, which runs one back-end with a time limit, a relative gap,
+:func:`solve_milp`, which runs one back-end with a time limit, a gap (stop once value / bound - 1 is at most it),
 an optional warm start (values of the integer variables), progress reports
 (incumbent and bound as they improve) and a cancel hook that keeps the best
 solution found so far. PuLP objects stay inside the solver modules: the result
@@ -35,13 +35,14 @@ from typing import Callable, Mapping
 import numpy as np
 import pulp
 
+from ...cost.bounds import gap as gap_of
 from ...errors import SolverError
 from ..base import Hooks, SolverOptions
 
 #: Back-end names accepted by :func:`solve_milp` (``"auto"`` = HiGHS if installed, else CBC).
 BACKENDS = ("cbc", "highs", "auto")
 
-#: A solution whose relative gap to the bound is at most this is reported as proven optimal.
+#: A solution whose gap (value / bound - 1) is at most this is reported as proven optimal.
 OPTIMALITY_TOL = 1e-6
 
 
@@ -55,7 +56,8 @@ class MilpOptions(SolverOptions):
 
     time_limit: float = field(default=60.0, metadata={"help": "seconds for the MILP back-end", "min": 0.1,
                                                       "max": 86400.0})
-    gap: float = field(default=0.0, metadata={"help": "relative MIP gap at which to stop (0 = prove optimality)",
+    gap: float = field(default=0.0, metadata={"help": "stop once value / bound - 1 is at most this (0.01: within 1 % "
+                                                      "of the optimum; 0 = prove optimality)",
                                               "min": 0.0, "max": 1.0})
     backend: str = field(default="cbc", metadata={"help": "MILP back-end: cbc (bundled), highs (highspy), auto",
                                                   "choices": BACKENDS})
@@ -138,17 +140,8 @@ class MilpResult:
 
     @property
     def gap(self) -> float | None:
-        """Relative gap between the incumbent and the bound, when both are known."""
-        return relative_gap(self.objective, self.bound)
-
-
-def relative_gap(value: float | None, bound: float | None) -> float | None:
-    """``(value - bound) / |value|`` (0 when both are 0), or ``None`` if unknown."""
-    if value is None or bound is None or not math.isfinite(value) or not math.isfinite(bound):
-        return None
-    if abs(value) < 1e-12:
-        return 0.0 if abs(bound) < 1e-12 else max(0.0, value - bound)
-    return max(0.0, (value - bound) / abs(value))
+        """``objective / bound - 1`` (:func:`viz_place.cost.gap`), when both are known."""
+        return gap_of(self.objective, self.bound)
 
 
 #: ``improve(values)``: given an incumbent (values by variable name), a better one —
@@ -173,16 +166,27 @@ def solve_milp(lp: pulp.LpProblem, *, backend: str = "cbc", time_limit: float | 
     if lp.sense != pulp.LpMinimize:
         raise SolverError("solve_milp expects a minimisation problem")
     start = time.perf_counter()
+    stop = engine_gap(gap)
     if name == "highs":
-        res = _solve_highs(lp, time_limit, gap, warm_start, hooks, threads, improve)
+        res = _solve_highs(lp, time_limit, stop, warm_start, hooks, threads, improve)
     else:
         from .cbc import solve_cbc
-        res = solve_cbc(lp, time_limit, gap, warm_start, hooks, threads or 1)
+        res = solve_cbc(lp, time_limit, stop, warm_start, hooks, threads or 1)
     res.seconds = time.perf_counter() - start
     if res.has_solution:
         g = res.gap
         res.status = "optimal" if (g is not None and g <= OPTIMALITY_TOL) else "feasible"
     return res
+
+
+def engine_gap(gap: float) -> float:
+    """The back-ends' relative gap ``(value - bound) / value`` that stops a run at our gap
+    ``value / bound - 1 <= gap`` (HiGHS's ``mip_rel_gap`` and CBC's ``-ratio`` use the former).
+
+    >>> engine_gap(0.01), engine_gap(0.0)
+    (0.009900990099009901, 0.0)
+    """
+    return float(gap) / (1.0 + float(gap)) if gap > 0 else 0.0
 
 
 # --------------------------------------------------------------------------- shared
@@ -196,26 +200,26 @@ def _num(text: str) -> float | None:
 
 def progress_data(seconds: float, incumbent: float | None, bound: float | None) -> dict:
     """The ``data`` of a MILP progress report: seconds since the run started, incumbent,
-    bound and their relative gap ``(incumbent - bound) / incumbent`` (``nan`` when unknown) — the
+    bound and their gap ``incumbent / bound - 1`` (``nan`` when unknown) — the
     explorer draws incumbent and bound over time from it.
 
-    >>> progress_data(2.0, 10.0, 9.5)
-    {'seconds': 2.0, 'best': 10.0, 'bound': 9.5, 'gap': 0.05}
+    >>> progress_data(2.0, 12.0, 8.0)
+    {'seconds': 2.0, 'best': 12.0, 'bound': 8.0, 'gap': 0.5}
     >>> progress_data(1.0, None, 3.0)["gap"]
     nan
     """
-    g = relative_gap(incumbent, bound)
+    g = gap_of(incumbent, bound)
     return {"seconds": float(seconds), "best": math.nan if incumbent is None else float(incumbent),
             "bound": math.nan if bound is None else float(bound), "gap": math.nan if g is None else g}
 
 
 def progress_text(incumbent: float | None, bound: float | None) -> str:
-    """``MILP: best 10, bound 9.5, gap 5%`` (the parts known so far).
+    """``MILP: best 12, bound 8, gap 50%`` (the parts known so far).
 
-    >>> progress_text(10.0, 9.5), progress_text(None, 3.0)
-    ('MILP: best 10, bound 9.5, gap 5%', 'MILP: no solution yet, bound 3')
+    >>> progress_text(12.0, 8.0), progress_text(None, 3.0)
+    ('MILP: best 12, bound 8, gap 50%', 'MILP: no solution yet, bound 3')
     """
-    g = relative_gap(incumbent, bound)
+    g = gap_of(incumbent, bound)
     return "MILP: " + (f"best {incumbent:.6g}" if incumbent is not None else "no solution yet") + \
         (f", bound {bound:.6g}" if bound is not None else "") + (f", gap {100 * g:.3g}%" if g is not None else "")
 
@@ -315,14 +319,14 @@ def _match_scheduler(threads: int) -> None:
     _SCHEDULER_THREADS[0] = threads
 
 
-def _solve_highs(lp, time_limit, gap, warm_start, hooks: Hooks, threads: int,
+def _solve_highs(lp, time_limit, rel_gap, warm_start, hooks: Hooks, threads: int,
                  improve: Improver | None = None) -> MilpResult:
     import highspy
     t_enter = time.perf_counter()      # converting the model counts against the time limit
     model, variables, col = _highs_model(lp)
     h = _new_highs()
     h.setOptionValue("output_flag", False)
-    h.setOptionValue("mip_rel_gap", float(gap))
+    h.setOptionValue("mip_rel_gap", float(rel_gap))    # engine_gap(): HiGHS's own sense
     h.setOptionValue("mip_abs_gap", 1e-9)
     h.setOptionValue("random_seed", 0)
     if threads:
@@ -403,7 +407,7 @@ def _solve_highs(lp, time_limit, gap, warm_start, hooks: Hooks, threads: int,
     values = {v.name: float(sol[i]) for i, v in enumerate(variables)}
     objective = float(info.objective_function_value)
     if status == MS.kOptimal and stopped_by is None:
-        if relative_gap(objective, bound) not in (None, 0.0) and (relative_gap(objective, bound) or 0) > OPTIMALITY_TOL:
+        if (gap_of(objective, bound) or 0.0) > OPTIMALITY_TOL:
             stopped_by = "gap"
         if bound is None:
             bound = objective

@@ -70,12 +70,12 @@ from time import perf_counter as _now
 import numpy as np
 import pulp
 
-from ...cost.bounds import simple_lower_bound
+from ...cost.bounds import gap as gap_of, simple_lower_bound
 from ...errors import InfeasibleError, SolverError
 from ..base import Hooks, Stopwatch
 from ..contract import Problem, SolverResult
 from ..groups import allowed_devices, device_cycle, nonconvex_devices, pipeline_order, set_text
-from .backends import OPTIMALITY_TOL, relative_gap, solve_milp
+from .backends import OPTIMALITY_TOL, solve_milp
 from .neighbourhoods import lns_applies, run_lns
 from .options import (OBJECTIVES, SET_ANY, SET_CONVEX, SET_PIPELINE, IlpNoncontigOptions,  # noqa: F401 (re-exported)
                       IlpOptions, model_set)
@@ -351,7 +351,7 @@ class _BoundOnly(Hooks):
         if data:
             data["best"] = np.nan if self._incumbent is None else self._incumbent
             b = data.get("bound")
-            data["gap"] = relative_gap(self._incumbent, None if b is None or not np.isfinite(b) else b) \
+            data["gap"] = gap_of(self._incumbent, None if b is None or not np.isfinite(b) else b) \
                 if self._incumbent is not None else np.nan
             data["gap"] = np.nan if data["gap"] is None else data["gap"]
             kw["data"] = data
@@ -415,13 +415,13 @@ def solve(problem: Problem, opts: IlpOptions, hooks: Hooks) -> SolverResult:
         hooks.report(0.0, f"proven floor {floor:.6g} (packing and volume bounds)", bound=floor,
                      incumbent=problem.value(warm[0]) if warm is not None else None, force=True)
     # polishing stops once the floor proves the placement within the requested gap
-    target = floor / (1 - opts.gap) if np.isfinite(floor) and floor > 0 and opts.gap < 1 else 0.0
+    target = floor * (1 + opts.gap) if np.isfinite(floor) and floor > 0 else 0.0
     polisher = Polisher(problem, allowed, sym_sets, opts, hooks, deadline=watch.start + opts.time_limit,
                         target=target) if polishable(opts) else None
     if polisher is not None and warm is not None:
         warm = polisher.warm(warm, deadline=watch.start + (WARM_SHARE + opts.polish / 2) * opts.time_limit)
     proven = warm is not None and np.isfinite(floor) and floor > 0 and \
-        (relative_gap(problem.value(warm[0]), floor) or 0.0) <= max(opts.gap, OPTIMALITY_TOL)
+        (gap_of(problem.value(warm[0]), floor) or 0.0) <= max(opts.gap, OPTIMALITY_TOL)
     if opts.bound_phase > 0 and np.isfinite(floor) and not proven:
         floor = max(floor, relaxation_bound(prob, allowed, opts, sym_sets, order, floor, hooks,
                                             deadline=min(watch.start + (1 - MAIN_SHARE) * opts.time_limit,
@@ -465,7 +465,7 @@ def solve(problem: Problem, opts: IlpOptions, hooks: Hooks) -> SolverResult:
         # the best placement so far, unless the integer program's bound already proves it within the gap
         start = min((d for d in (ilp_dev, warm[0] if warm else None) if d is not None and problem.evaluate(d).feasible),
                     key=problem.value, default=None)
-        gap = relative_gap(problem.value(start), res.bound) if start is not None else None
+        gap = gap_of(problem.value(start), res.bound) if start is not None else None
         short = start is not None and (gap is None or gap > max(opts.gap, OPTIMALITY_TOL))
         got = run_lns(problem, allowed, sym_sets, opts, hooks, start=start, bound=res.bound,
                       deadline=watch.start + opts.time_limit) if short else None

@@ -39,6 +39,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ...cost import evaluate_indices
+from ...cost.bounds import gap as gap_of
 from ...cost.compiled import CompiledProblem
 from ..base import Hooks
 from .backends import resolve_backend, solve_milp
@@ -186,7 +187,7 @@ def run_lns(problem, allowed, sym_sets, opts, hooks, *, start: np.ndarray, bound
     so far) until ``deadline`` or until ``bound`` (the integer program's, which holds for every
     placement) proves it within ``opts.gap``, each improvement reported as the incumbent. Returns
     ``(placement, value)`` when it found a better one (in canonical device order), else ``None``."""
-    from .backends import progress_data, relative_gap
+    from .backends import progress_data
     from .symmetry import canonical
     seconds = deadline - time.perf_counter()
     if seconds < 0.5:
@@ -194,7 +195,7 @@ def run_lns(problem, allowed, sym_sets, opts, hooks, *, start: np.ndarray, bound
     before = problem.value(start)
 
     def report(dev, value: float) -> None:
-        g = relative_gap(value, bound)
+        g = gap_of(value, bound)
         gap = f", gap {100 * g:.3g}%" if g is not None else ""
         hooks.report(None, f"re-solving device subsets: best {value:.6g}{gap}", incumbent=value, bound=bound,
                      force=True, data=progress_data(hooks.elapsed, value, bound))
@@ -202,7 +203,7 @@ def run_lns(problem, allowed, sym_sets, opts, hooks, *, start: np.ndarray, bound
     out = improve_by_subsets(problem.compiled, allowed, start, size=LNS_SIZE, time_limit=seconds,
                              sub_time=max(1.0, min(LNS_SUB_TIME, seconds / 4)), opts=opts,
                              cancel=lambda: hooks.cancelled, on_better=report,
-                             target=bound / (1 - opts.gap) if bound is not None and 0 < bound and opts.gap < 1 else 0.0)
+                             target=bound * (1 + opts.gap) if bound is not None and 0 < bound else 0.0)
     dev = canonical(problem.compiled, out.dev, sym_sets)
     value = problem.value(dev)
     return (dev, value) if value < before * (1 - EPS) else None

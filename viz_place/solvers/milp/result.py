@@ -19,10 +19,11 @@ from typing import Callable
 
 import numpy as np
 
+from ...cost.bounds import gap as gap_of
 from ...cost.compiled import CompiledProblem
 from ...errors import InfeasibleError, SolverError
 from ..contract import Problem, SolverResult
-from .backends import OPTIMALITY_TOL, MilpResult, relative_gap
+from .backends import OPTIMALITY_TOL, MilpResult
 
 
 def memory_diagnosis(prob: CompiledProblem, allowed: list[list[int]]) -> str:
@@ -97,7 +98,7 @@ def milp_result(problem: Problem, *, solver: str, res: MilpResult | None, ilp_de
         distrust = (f"the {res.backend} back-end's bound {bound:.9g} is above the value {value:.9g} of a placement "
                     "its model allows, so its proof is not trusted")
         bound = None
-    gap = relative_gap(value, bound)
+    gap = gap_of(value, bound)
     if status_override is not None:
         status = status_override
     elif res is not None and res.stopped_by == "cancel":
@@ -140,7 +141,8 @@ def _proven_bound(res: MilpResult | None, value: float, bound_set: str | None,
     if bound_set is None or res is None or res.status == "infeasible" or res.bound is None \
             or not math.isfinite(res.bound):
         return None, None
-    if res.bound > value and relative_gap(res.bound, value) > OPTIMALITY_TOL:
+    above = gap_of(res.bound, value)
+    if res.bound > value and (above is None or above > OPTIMALITY_TOL):
         msg.append(f"the back-end's bound {res.bound:.6g} exceeds the value {value:.6g}: not reported")
         return None, None
     return min(float(res.bound), float(value)), bound_set

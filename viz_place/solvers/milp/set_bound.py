@@ -276,11 +276,11 @@ def wants_set_bound(problem, opts, warm_dev) -> bool:
 
 
 def run_set_bound(problem, allowed, opts, hooks, *, floor: float, warm, deadline: float) -> float:
-    """The set-partitioning bound for ``ilp-noncontig``, aimed at the warm start's value times ``1 - gap``
-    (the bound that settles the requested relative gap); reports progress; ``floor`` if nothing more is
-    proven."""
+    """The set-partitioning bound for ``ilp-noncontig``, aimed at the warm start's value / (1 + gap)
+    (the bound that settles the requested gap, value / bound - 1); reports progress; ``floor`` if nothing
+    more is proven."""
     value = problem.value(warm)
-    target = value * (1 - opts.gap) if opts.gap > 0 else value
+    target = value / (1 + opts.gap) if opts.gap > 0 else value
     if not np.isfinite(floor) or target <= floor:
         return floor
     hooks.report(0.0, f"set-partitioning bound: column generation towards {target:.6g}", force=True,
