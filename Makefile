@@ -25,12 +25,15 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks/explorer.ipynb $(ROOT_FLAG) $(LAB_ARGS)
 
+# TEST_JOBS: pytest-xdist worker processes (one per core here; 0 = run in this process, one test at a time).
+# --dist loadfile keeps a file's tests (and its module fixtures: a JupyterLab server, a Dask cluster) in one worker.
+TEST_JOBS ?= 2
 test: $(STAMP)
 	bash scripts/ensure-browser.sh
-	$(BIN)/python -m pytest -q --durations=20
+	$(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist loadfile --durations=20
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not browser and not slow"
+	$(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist loadfile -m "not browser and not slow"
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py

@@ -193,10 +193,15 @@ def test_ctrl_c_before_any_placement_says_nothing_was_written(tmp_path, monkeypa
         assert cancel.wait(5)
         raise SolverError(f"{info.name}: cancelled before any placement was found")
     monkeypatch.setattr(solve_cmds, "_run_one", cancelled_run)
-    code, _, err = run(capsys, "solve", "chain", "--solver", "dp", "--out", tmp_path / "p.json")
+    # as in a terminal (a pytest-xdist worker ignores SIGINT, which the command rightly leaves alone)
+    outer = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        code, _, err = run(capsys, "solve", "chain", "--solver", "dp", "--out", tmp_path / "p.json")
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, outer)
     assert code == 130 and err == "viz-place: interrupted before dp found a placement; nothing written\n"
     assert not (tmp_path / "p.json").exists()
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 # --- item 8: files -------------------------------------------------------------------------------
