@@ -6,8 +6,9 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install lab test test-fast bench samples docs clean
 
-# the DP's compiled kernel is built at install (setup.py): a change to its sources reinstalls, so it is rebuilt
-KERNEL_SOURCES := $(wildcard viz_place/solvers/dp/_kernel*.c viz_place/solvers/dp/_kernel*.h)
+# the compiled parts (the DP's kernel, the set bound's pricing DP) are built at install (setup.py): a change to
+# their sources reinstalls, so they are rebuilt
+KERNEL_SOURCES := $(wildcard viz_place/solvers/dp/_kernel*.c viz_place/solvers/dp/_kernel*.h viz_place/solvers/milp/_pricing.c)
 
 $(STAMP): pyproject.toml setup.py $(KERNEL_SOURCES)
 	@command -v $(PY) >/dev/null 2>&1 || { echo "error: $(PY) not found; viz_place needs Python 3.11 (set PY=...)" >&2; exit 2; }
@@ -51,4 +52,4 @@ samples: $(STAMP)
 	$(BIN)/python scripts/make_module_samples.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info viz_place/solvers/dp/_kernel*.so
+	rm -rf $(VENV) build *.egg-info viz_place/solvers/dp/_kernel*.so viz_place/solvers/milp/_pricing*.so

@@ -1,7 +1,9 @@
-"""Only the compiled part of viz_place: the DP's kernel (everything else is configured in pyproject.toml).
+"""Only the compiled parts of viz_place: the DP's kernel and the set bound's exact pricing (everything else is
+configured in pyproject.toml).
 
-The extension is optional at run time: when it is missing (no C compiler at install), the DP runs its numpy
-kernel and says so (``stats["kernel"] == "numpy"``).
+Both extensions are optional at run time: when the kernel is missing (no C compiler at install), the DP runs its
+numpy kernel and says so (``stats["kernel"] == "numpy"``); without the pricing DP the set bound prices with its
+MILP alone.
 """
 from setuptools import Extension, setup
 
@@ -12,4 +14,8 @@ setup(ext_modules=[Extension(
     depends=["viz_place/solvers/dp/_kernel.h"],
     # no fused multiply-add: the kernel's floating-point results must be the numpy kernel's, bit for bit
     extra_compile_args=["-O3", "-ffp-contract=off", "-std=c11", "-Wall"],
+    optional=True), Extension(
+    "viz_place.solvers.milp._pricing",
+    sources=["viz_place/solvers/milp/_pricing.c"],
+    extra_compile_args=["-O3", "-std=c11", "-Wall"],
     optional=True)])

@@ -7,6 +7,7 @@ master's last value, the rounds, columns and seconds; ``--log`` adds the certifi
 value, certificate, columns, smoothing, pricing seconds per device type).
 
     .venv/bin/python benchmarks/set_bound.py 46.0 --seconds 900
+    .venv/bin/python benchmarks/set_bound.py 46.0 --seconds 900 --pricing milp     # as before the pricing DP
     .venv/bin/python benchmarks/set_bound.py 45.5 46.0 46.4 --graph residual:75:2:training --seconds 150 --log
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ import time
 from viz_place.cost import compile_problem
 from viz_place.samples import make_graph
 from viz_place.solvers.groups import allowed_devices
-from viz_place.solvers.milp.set_bound import Pricer, Sources, device_types, refute
+from viz_place.solvers.milp.set_bound import ExactPricer, Pricer, Sources, device_types, refute
 
 
 def main(argv=None) -> int:
@@ -26,6 +27,8 @@ def main(argv=None) -> int:
     ap.add_argument("--graph", default="residual:75:2:training", help="family:nodes:seed[:training]")
     ap.add_argument("--seconds", type=float, default=150.0, help="time per threshold (default 150)")
     ap.add_argument("--log", action="store_true", help="also print the certificate rounds")
+    ap.add_argument("--pricing", choices=("exact", "milp"), default="exact",
+                    help="certificate attempts price with the label DP (default, as ilp-noncontig does) or the MILP")
     args = ap.parse_args(argv)
     fam, n, seed, *rest = args.graph.split(":")
     g = make_graph(fam, int(n), int(seed), training=bool(rest and rest[0] == "training"))
@@ -37,7 +40,8 @@ def main(argv=None) -> int:
     print(f"{'T':>8} {'refuted':>8} {'certificate':>12} {'master':>9} {'rounds':>7} {'columns':>8} {'seconds':>8}")
     for T in args.thresholds:
         pricers = [Pricer(t, sources, threads=1) for t in types]
-        r = refute(types, sources, T, pricers=pricers, deadline=time.perf_counter() + args.seconds)
+        exact = [ExactPricer(t, sources) for t in types] if args.pricing == "exact" else None
+        r = refute(types, sources, T, pricers=pricers, exact=exact, deadline=time.perf_counter() + args.seconds)
         print(f"{T:8.4f} {str(r.refuted):>8} {r.certificate:12.6f} {r.lp_value:9.6f} {r.iterations:7d} "
               f"{r.columns:8d} {r.seconds:8.1f}", flush=True)
         if args.log:

@@ -13,12 +13,14 @@ import pytest
 
 from _ilp_brute import MAX_COMBOS, brute_force, combos
 from viz_place.cost import compile_problem, evaluate_indices, simple_lower_bound
+from viz_place.errors import InfeasibleError
 from viz_place.model import Cluster, DeviceClass, OpGraph
 from viz_place.solvers import run_solver
 from viz_place.solvers.groups import allowed_devices
 from viz_place.solvers.milp import available_backends
 from viz_place.solvers.milp.set_bound import (LocalPricer, Pricer, Sources, device_types, placement_columns,
                                               refute, set_load, set_partition_bound)
+from viz_place.solvers.milp.set_pricing import ExactPricer
 from viz_place.testing import Instance, random_instance
 
 pytestmark = pytest.mark.skipif("highs" not in available_backends(), reason="the set bound needs HiGHS (highspy)")
@@ -100,6 +102,47 @@ def test_pricing_bound_is_never_below_the_best_set_and_local_search_keeps_sets_v
             start = np.zeros(G, dtype=bool)
             s = LocalPricer(t, sources).improve(pi, T, start)
             assert _fits(t, sources, s, T) and float(pi[s].sum()) >= 0.0
+
+
+def _pricing_dp_built() -> bool:
+    try:
+        from viz_place.solvers.milp import _pricing  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _pricing_dp_built(), reason="the pricing DP's extension was not built (no C compiler)")
+@pytest.mark.parametrize("seed", range(40))
+def test_exact_pricing_equals_brute_force(seed):
+    """The label DP's value is the brute-force maximum (not just a bound), and its set fits and reaches it:
+    chatty and random instances, prices of both signs, thresholds from tight to loose, and a start set."""
+    inst = chatty_instance(300 + seed, 6, 11) if seed % 3 else random_instance(seed)
+    prob = compile_problem(inst.graph, inst.cluster)
+    try:
+        types = device_types(prob, allowed_devices(prob, inst.pins))
+    except InfeasibleError:      # a random instance whose pins cannot hold: a chatty one instead
+        inst = chatty_instance(300 + seed, 6, 11)
+        prob = compile_problem(inst.graph, inst.cluster)
+        types = device_types(prob, allowed_devices(prob, inst.pins))
+    sources = Sources.of(prob)
+    G = len(prob.groups)
+    rng = np.random.default_rng(seed)
+    subsets = [np.isin(np.arange(G), s) for r in range(G + 1) for s in itertools.combinations(range(G), r)]
+    floor = simple_lower_bound(inst.graph, inst.cluster)[0]
+    for T in (0.6 * floor, floor, 1.4 * floor):
+        pi = rng.uniform(-0.5, 1.0, G)
+        for t in types:
+            fitting = [s for s in subsets if _fits(t, sources, s, T)]
+            best = max(float(pi[s].sum()) for s in fitting)
+            pricer = ExactPricer(t, sources)
+            for start in (None, max(fitting, key=lambda s: float(pi[s].sum()) - rng.random())):
+                ub, sets = pricer.solve(pi, T, 10.0, start=start)
+                assert pricer.last_exact
+                assert best - 1e-9 <= ub <= best + 1e-6 * (1 + abs(best)), (T, t.devices, ub, best)
+                assert all(_fits(t, sources, s, T * (1 + 1e-9)) for s in sets)
+                if best > 0:     # a set reaching the maximum (the empty set's 0 is not a column)
+                    assert sets and float(pi[sets[0]].sum()) == pytest.approx(best, abs=1e-9)
 
 
 def test_set_bound_never_exceeds_brute_force_and_lifts_the_simple_bound():

@@ -34,9 +34,9 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ...cost.compiled import CompiledProblem
-from .set_pricing import DeviceType, LocalPricer, Pricer, Sources, device_types, set_load
+from .set_pricing import DeviceType, ExactPricer, LocalPricer, Pricer, Sources, device_types, set_load
 
-__all__ = ["DeviceType", "LocalPricer", "MasterFailed", "Pricer", "Refutation", "SetBound", "Sources",
+__all__ = ["DeviceType", "ExactPricer", "LocalPricer", "MasterFailed", "Pricer", "Refutation", "SetBound", "Sources",
            "device_types", "placement_columns", "refute", "run_set_bound", "set_load", "set_partition_bound",
            "wants_set_bound"]
 
@@ -117,9 +117,14 @@ class Refutation:
 def refute(types: list[DeviceType], sources: Sources, T: float, *, pricers: list[Pricer],
            columns: Sequence[tuple[int, np.ndarray]] = (), deadline: float, smoothing: float = 0.7,
            pricing_limit: float = 30.0, attempt_every: float = 30.0, starts: int = 3,
+           exact: Sequence[ExactPricer] | None = None,
            cancelled: Callable[[], bool] = lambda: False) -> Refutation:
     """Column generation at threshold ``T``: a certificate that nothing fits (``refuted``), or the
     relaxation is feasible at ``T`` (``lp_value`` 0), or time ran out (neither).
+
+    With ``exact`` (one :class:`ExactPricer` per type), the certificate attempts price exactly (the
+    label DP instead of the MILP's bound after its time limit), and so does every round for a type that
+    pays no communication (a knapsack, solved in milliseconds).
 
     Prices are smoothed (Wentges): the pricing problems see ``a * centre + (1 - a) * master``, where the
     centre is the best certificate's prices so far; a round that adds no column for the master's own
@@ -175,9 +180,10 @@ def refute(types: list[DeviceType], sources: Sources, T: float, *, pricers: list
             if left <= 0:
                 cert = -np.inf
                 break
-            ub, sets = pricers[ti].solve(pi, T, min(pricing_limit if attempt else limit, left), abs_gap=slack,
-                                         start=best_local[ti])
-            spent.append(round(pricers[ti].last_seconds, 2))
+            pricer = exact[ti] if exact is not None and (attempt or not t.pay) else pricers[ti]
+            ub, sets = pricer.solve(pi, T, min(pricing_limit if attempt else limit, left), abs_gap=slack,
+                                    start=best_local[ti])
+            spent.append(round(pricer.last_seconds, 2))
             cert -= t.count * ub
             for s in sets:
                 if float(pi_m[s].sum()) > m[ti] + 1e-9 and master.add(ti, s):
@@ -239,6 +245,7 @@ def set_partition_bound(prob: CompiledProblem, allowed: Sequence[Sequence[int]],
     types = device_types(prob, allowed)
     sources = Sources.of(prob)
     pricers = [Pricer(t, sources, threads) for t in types]
+    exact = [ExactPricer(t, sources, threads) for t in types]
     pool: list[tuple[int, np.ndarray]] = [c for dev in starts for c in placement_columns(prob, types, dev)]
     lo, hi = float(floor), float(target)
     probes: list[Refutation] = []
@@ -247,7 +254,7 @@ def set_partition_bound(prob: CompiledProblem, allowed: Sequence[Sequence[int]],
         left = deadline - _now()
         if left < 0.5:
             break
-        r = refute(types, sources, T, pricers=pricers, columns=pool, cancelled=cancelled,
+        r = refute(types, sources, T, pricers=pricers, exact=exact, columns=pool, cancelled=cancelled,
                    deadline=_now() + (left if T < hi else left / 2))
         probes.append(r)
         pool = r.pool

@@ -7,6 +7,8 @@
   with a successor inside (the evaluator's rule);
 * :class:`Pricer` — ``max pi(S)`` over the sets that fit within ``T`` and the memory: a MILP in HiGHS
   whose proven dual bound is what a certificate may use;
+* :class:`ExactPricer` — the same maximum exactly, by a compiled label DP (``_pricing.c``), with the
+  MILP as its fallback;
 * :class:`LocalPricer` — a fast local search for such sets (columns only; it proves nothing).
 
 >>> from viz_place.testing import random_instance
@@ -30,6 +32,9 @@ from ...cost.compiled import CompiledProblem
 
 #: Pricing upper bounds are inflated by this relative amount (HiGHS's own tolerances).
 PRICING_SLACK = 1e-7
+
+#: Labels the exact pricing DP may hold in one layer before it gives the problem to the MILP.
+LABEL_LIMIT = 1 << 22
 
 @dataclass(frozen=True)
 class DeviceType:
@@ -207,6 +212,96 @@ class Pricer:
                 s[groups[y]] = True
                 sets.append(s)
         return max(0.0, bound) * (1 + PRICING_SLACK) + PRICING_SLACK, sets
+
+
+class ExactPricer:
+    """``max pi(S)`` over the sets one device of type ``t`` can hold within ``T``, exactly: a label DP
+    over the groups in index order (``_pricing.c``; the state is the status of the sources whose groups
+    are partly decided, a label is (price, load, memory), dominated labels and labels a fractional
+    knapsack bound rules out are dropped). Its value is the maximum itself, so a certificate built on
+    it is as strong as the prices allow. Falls back to the MILP :class:`Pricer` (with its time limit)
+    when the extension is missing, a layer would exceed :data:`LABEL_LIMIT` labels or the time limit
+    runs out (the MILP then gets what is left of it).
+
+    >>> from viz_place.testing import random_instance
+    >>> from viz_place.cost import compile_problem
+    >>> from viz_place.solvers.groups import allowed_devices
+    >>> inst = random_instance(2)
+    >>> prob = compile_problem(inst.graph, inst.cluster)
+    >>> t = device_types(prob, allowed_devices(prob, inst.pins))[0]
+    >>> ub, sets = ExactPricer(t, Sources.of(prob)).solve(np.ones(len(prob.groups)), T=1e9, time_limit=1)
+    >>> round(ub) == len(t.groups)     # everything fits in one device: every group
+    True
+    """
+
+    def __init__(self, t: DeviceType, sources: Sources, threads: int = 1) -> None:
+        self.t, self.sources, self.threads = t, sources, threads
+        self.work = np.ascontiguousarray(t.work, dtype=np.float64)
+        self.mem = np.ascontiguousarray(t.mem, dtype=np.float64)
+        if t.pay:
+            self.own = np.ascontiguousarray(sources.src_group, dtype=np.int64)
+            self.cost = np.ascontiguousarray(sources.cost * t.pay, dtype=np.float64)
+            self.ptr = np.zeros(len(sources.succ_groups) + 1, dtype=np.int64)
+            self.ptr[1:] = np.cumsum([len(s) for s in sources.succ_groups])
+            self.succ = np.ascontiguousarray(np.concatenate(list(sources.succ_groups)) if sources.succ_groups
+                                             else np.zeros(0), dtype=np.int64)
+        else:   # a device that pays no communication: a knapsack
+            self.own, self.cost = np.zeros(0, dtype=np.int64), np.zeros(0)
+            self.ptr, self.succ = np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        self._milp: Pricer | None = None
+        self.last_seconds = 0.0
+        self.last_exact = False
+
+    def solve(self, pi: np.ndarray, T: float, time_limit: float, abs_gap: float = 1e-7,
+              start: np.ndarray | None = None) -> tuple[float, list[np.ndarray]]:
+        """As :meth:`Pricer.solve` (``abs_gap`` only matters to the fallback)."""
+        try:
+            from . import _pricing
+        except ImportError:
+            _pricing = None
+        started = _now()
+        out = None
+        if _pricing is not None:
+            lb = float(pi[start].sum()) if start is not None and start.any() else 0.0
+            lam, mu = self._multipliers(pi, T)
+            out = _pricing.price(np.ascontiguousarray(pi, dtype=np.float64), self.work, self.mem, self.own, self.cost,
+                                 self.ptr, self.succ, float(self.t.capacity), float(T), lb, LABEL_LIMIT, lam, mu,
+                                 max(0.01, float(time_limit)))
+        if out is None:
+            if self._milp is None:
+                self._milp = Pricer(self.t, self.sources, self.threads)
+            ub, sets = self._milp.solve(pi, T, max(0.01, time_limit - (_now() - started)), abs_gap=abs_gap,
+                                        start=start)
+            self.last_seconds, self.last_exact = _now() - started, False
+            return ub, sets
+        value, raw, found, self.last_labels, self.last_widest, self.last_root = out
+        self.last_seconds, self.last_exact = _now() - started, True
+        sets = [np.frombuffer(raw, dtype=np.uint8).astype(bool)] if found else \
+            ([start.copy()] if start is not None and start.any() else [])
+        return max(0.0, value) * (1 + PRICING_SLACK) + PRICING_SLACK, sets
+
+
+    def _multipliers(self, pi: np.ndarray, T: float) -> tuple[np.ndarray, np.ndarray]:
+        """Multipliers for the DP's Lagrangian completion bounds: the critical price per unit of work
+        (of the fractional knapsack of the positive prices within ``T``) and per unit of memory, and mixes.
+        Any non-negative values give valid bounds; these make them tight."""
+        ok = np.isfinite(self.work) & (pi > 0)
+        lam0 = _critical_ratio(pi[ok], self.work[ok], T)
+        cap = float(self.t.capacity)
+        mu0 = _critical_ratio(pi[ok], self.mem[ok], cap) if np.isfinite(cap) else 0.0
+        pairs = [(lam0, 0.0), (0.75 * lam0, 0.25 * mu0), (0.5 * lam0, 0.5 * mu0), (0.25 * lam0, 0.75 * mu0),
+                 (0.0, mu0)] if mu0 > 0 else [(lam0, 0.0), (0.75 * lam0, 0.0), (1.25 * lam0, 0.0)]
+        return np.array([a for a, _ in pairs]), np.array([b for _, b in pairs])
+
+
+def _critical_ratio(value: np.ndarray, weight: np.ndarray, cap: float) -> float:
+    """Value per weight of the item a fractional knapsack of capacity ``cap`` takes last (0 if all fit)."""
+    w = np.maximum(weight, 0.0)
+    ratio = np.divide(value, w, out=np.full(len(value), np.inf), where=w > 0)
+    order = np.argsort(-ratio)
+    filled = np.cumsum(w[order])
+    at = int(np.searchsorted(filled, cap, side="left"))
+    return float(ratio[order[at]]) if at < len(order) and np.isfinite(ratio[order[at]]) else 0.0
 
 
 class LocalPricer:

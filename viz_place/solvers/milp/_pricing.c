@@ -1,0 +1,392 @@
+/* The set-partitioning bound's pricing problem, solved exactly by a label DP (see set_pricing.py,
+ * ExactPricer): max pi(S) over the sets S of groups one device can hold, with
+ *   work(S) + sum of the costs of the sources S cuts <= T   and   mem(S) <= cap,
+ * where a source (own group g, successor groups H, cost c) is cut when g is in S and some group of H is
+ * not, or g is not and some group of H is.
+ *
+ * Groups are decided in index order. A source is "open" between the first and the last group it
+ * touches; which sources are open at each position depends on the position only, so a state is the
+ * status of each open source (6 values, a base-6 number):
+ *   U00  own group undecided, no successor decided       U10  ... a successor in     U01  ... one out
+ *   IN0  own group in, no successor out yet              OUT0 own group out, no successor in yet
+ *   DONE cut (its cost already paid)
+ * A label is (pi, load, mem, the set's bits); within a state, a label is dropped when another has pi >=,
+ * load <= and mem <= (exact dominance), or when pi plus a fractional-knapsack bound on the groups still
+ * to come (each of load and memory alone) cannot beat the best value known. The result is the exact
+ * maximum (and a set reaching it), or None when the labels exceed a limit.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { U00 = 0, U10 = 1, U01 = 2, IN0 = 3, OUT0 = 4, DONE = 5 };
+
+typedef struct {
+    long long state;
+    double pi, load, mem;
+    long long bi;     /* index of the set's W words in the layer's bit store */
+} Label;
+
+static int W;   /* words per set */
+
+static int cmp_label(const void *a, const void *b) {
+    const Label *x = (const Label *)a, *y = (const Label *)b;
+    if (x->state != y->state) return x->state < y->state ? -1 : 1;
+    if (x->pi != y->pi) return x->pi > y->pi ? -1 : 1;
+    if (x->load != y->load) return x->load < y->load ? -1 : 1;
+    if (x->mem != y->mem) return x->mem < y->mem ? -1 : 1;
+    return 0;
+}
+
+/* status change of one source when a group it touches is decided (y: the group is in the set);
+ * *cut is set when the source becomes cut now */
+static int step_status(int s, int own, int y, int *cut) {
+    *cut = 0;
+    if (s == DONE) return DONE;
+    if (own) {
+        if (s == U00) return y ? IN0 : OUT0;
+        if (s == U10) { if (y) return IN0; *cut = 1; return DONE; }
+        if (s == U01) { if (y) { *cut = 1; return DONE; } return OUT0; }
+        return s;   /* cannot happen: the own group is decided once */
+    }
+    switch (s) {
+    case U00: return y ? U10 : U01;
+    case U10: if (y) return U10; *cut = 1; return DONE;
+    case U01: if (y) { *cut = 1; return DONE; } return U01;
+    case IN0: if (y) return IN0; *cut = 1; return DONE;
+    case OUT0: if (y) { *cut = 1; return DONE; } return OUT0;
+    }
+    return s;
+}
+
+/* fractional knapsack bound: items sorted by ratio (prefix sums of weight and value), capacity cap */
+static double knap(const double *pw, const double *pv, int n, double cap) {
+    if (n == 0) return 0.0;
+    if (cap <= 0) {   /* only weightless items fit */
+        int lo = 0;
+        while (lo < n && pw[lo + 1] <= 0) lo++;
+        return pv[lo];
+    }
+    if (pw[n] <= cap) return pv[n];
+    int lo = 0, hi = n;   /* largest i with pw[i] <= cap */
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (pw[mid] <= cap) lo = mid; else hi = mid - 1;
+    }
+    double w = pw[lo + 1] - pw[lo], v = pv[lo + 1] - pv[lo];
+    return pv[lo] + (w > 0 ? v * (cap - pw[lo]) / w : v);
+}
+
+typedef struct { double key; int g; } Item;
+static int cmp_item(const void *a, const void *b) {
+    double x = ((const Item *)a)->key, y = ((const Item *)b)->key;
+    return x > y ? -1 : (x < y ? 1 : 0);
+}
+
+/* staircase of kept (load, mem) points within one state: load ascending, mem strictly descending */
+typedef struct { double load, mem; } Pt;
+
+static int dominated(const Pt *st, int n, double load, double mem) {
+    int lo = 0, hi = n - 1, at = -1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (st[mid].load <= load) { at = mid; lo = mid + 1; } else hi = mid - 1;
+    }
+    return at >= 0 && st[at].mem <= mem;
+}
+
+static int insert_pt(Pt *st, int n, double load, double mem) {
+    int pos = 0;
+    while (pos < n && st[pos].load < load) pos++;   /* first with load >= new */
+    int end = pos;
+    while (end < n && st[end].mem >= mem) end++;     /* those the new point dominates */
+    memmove(st + pos + 1, st + end, (size_t)(n - end) * sizeof(Pt));
+    st[pos].load = load;
+    st[pos].mem = mem;
+    return n - (end - pos) + 1;
+}
+
+static PyObject *price(PyObject *self, PyObject *args) {
+    Py_buffer b_pi, b_work, b_mem, b_own, b_cost, b_sptr, b_succ, b_lam, b_mu;
+    double cap, T, lb, seconds;
+    long long limit;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*dddLy*y*d", &b_pi, &b_work, &b_mem, &b_own, &b_cost, &b_sptr, &b_succ,
+                          &cap, &T, &lb, &limit, &b_lam, &b_mu, &seconds))
+        return NULL;
+    struct timespec t_start, t_now;
+    clock_gettime(CLOCK_MONOTONIC, &t_start);
+    const double *lam = b_lam.buf, *mu = b_mu.buf;
+    int P = (int)(b_lam.len / sizeof(double));
+    PyObject *result = NULL;
+    const double *pi = b_pi.buf, *work = b_work.buf, *gmem = b_mem.buf, *cost = b_cost.buf;
+    const long long *own = b_own.buf, *sptr = b_sptr.buf, *succ = b_succ.buf;
+    const int G = (int)(b_pi.len / sizeof(double)), S = (int)(b_own.len / sizeof(long long));
+    W = (G + 63) / 64;
+    const double Ttol = T + 1e-12 * fabs(T) + 1e-12, captol = cap + 1e-12 * fabs(cap) + 1e-12;
+
+    /* sources: first and last group touched; per group, (source, own?) touches */
+    int *first = malloc(sizeof(int) * (S + 1)), *last = malloc(sizeof(int) * (S + 1));
+    int *tptr = calloc(G + 1, sizeof(int));
+    for (int i = 0; i < S; i++) {
+        int f = (int)own[i], l = (int)own[i];
+        tptr[own[i] + 1]++;
+        for (long long e = sptr[i]; e < sptr[i + 1]; e++) {
+            int h = (int)succ[e];
+            if (h < f) f = h;
+            if (h > l) l = h;
+            tptr[h + 1]++;
+        }
+        first[i] = f;
+        last[i] = l;
+    }
+    for (int k = 0; k < G; k++) tptr[k + 1] += tptr[k];
+    int *tsrc = malloc(sizeof(int) * (tptr[G] + 1)), *town = malloc(sizeof(int) * (tptr[G] + 1));
+    int *fill = calloc(G + 1, sizeof(int));
+    for (int i = 0; i < S; i++) {
+        int k = (int)own[i];
+        tsrc[tptr[k] + fill[k]] = i; town[tptr[k] + fill[k]++] = 1;
+        for (long long e = sptr[i]; e < sptr[i + 1]; e++) {
+            k = (int)succ[e];
+            tsrc[tptr[k] + fill[k]] = i; town[tptr[k] + fill[k]++] = 0;
+        }
+    }
+    /* open lists after each position k (sources with first <= k < last), in source order */
+    int *optr = calloc(G + 2, sizeof(int));
+    for (int k = 0; k < G; k++)
+        for (int i = 0; i < S; i++)
+            if (first[i] <= k && k < last[i]) optr[k + 1]++;
+    for (int k = 0; k < G; k++) optr[k + 1] += optr[k];
+    int *olist = malloc(sizeof(int) * (optr[G] + 1));
+    int maxopen = 0;
+    for (int k = 0, at = 0; k < G; k++) {
+        for (int i = 0; i < S; i++)
+            if (first[i] <= k && k < last[i]) olist[at++] = i;
+        if (optr[k + 1] - optr[k] > maxopen) maxopen = optr[k + 1] - optr[k];
+    }
+    /* per position: the groups still to come with positive price, by price per work and per memory */
+    double *pw1 = malloc(sizeof(double) * (size_t)(G + 1) * (G + 1)), *pv1 = malloc(sizeof(double) * (size_t)(G + 1) * (G + 1));
+    double *pw2 = malloc(sizeof(double) * (size_t)(G + 1) * (G + 1)), *pv2 = malloc(sizeof(double) * (size_t)(G + 1) * (G + 1));
+    int *nrest = calloc(G + 1, sizeof(int));
+    Item *items = malloc(sizeof(Item) * (G + 1));
+    int *status = malloc(sizeof(int) * (S + 1)), *newst = malloc(sizeof(int) * (S + 1));
+    int *mark = malloc(sizeof(int) * (S + 1));
+    for (int i = 0; i < S; i++) mark[i] = -1;
+    long long cap_labels = 0, n_cur = 1, n_next = 0;
+    Label *cur = NULL, *next = NULL;
+    uint64_t *bits_cur = NULL, *bits_next = NULL, *best_bits = calloc(W, sizeof(uint64_t));
+    Pt *stair = NULL;
+    int best_found = 0, gave_up = 0;
+    long long total_labels = 0, widest = 0;
+    double root = INFINITY;
+    double best = lb > 0 ? lb : 0.0;
+    const double tol = 1e-9 * (fabs(best) + 1.0);
+    /* Lagrangian completion bounds: for multipliers (lam, mu) >= 0 on the load and the memory rows,
+     * V[p][k][code] = max over the decisions of groups k.. of sum (pi - lam work - mu mem) - lam * cuts,
+     * from the status code of the sources open before k (communication included, exactly); a label after
+     * group k can then reach at most pi + V[p][k+1][its code] + lam (T - load) + mu (cap - mem). */
+    long long *vptr = NULL;
+    double *V = NULL;
+    if (maxopen > 7) P = 0;   /* 6^7 codes per position at most */
+    if (!isfinite(cap)) for (int p = 0; p < P; p++) if (mu[p] != 0) { P = 0; break; }
+    if (P > 0) {
+        vptr = malloc(sizeof(long long) * (G + 2));
+        vptr[0] = 0;
+        for (int k = 0; k <= G; k++) {
+            int nbk = k ? optr[k] - optr[k - 1] : 0;
+            long long size = 1;
+            for (int j = 0; j < nbk; j++) size *= 6;
+            vptr[k + 1] = vptr[k] + size;
+        }
+        V = malloc(sizeof(double) * (size_t)P * vptr[G + 1]);
+        for (int p = 0; p < P; p++) {
+            double *Vp = V + (size_t)p * vptr[G + 1];
+            for (long long c = vptr[G]; c < vptr[G + 1]; c++) Vp[c] = 0.0;
+            for (int k = G - 1; k >= 0; k--) {
+                const int *obk = k ? olist + optr[k - 1] : olist, nbk = k ? optr[k] - optr[k - 1] : 0;
+                const int *oak = olist + optr[k], nak = optr[k + 1] - optr[k];
+                for (int e = tptr[k]; e < tptr[k + 1]; e++) mark[tsrc[e]] = k;
+                const int allowed = isfinite(work[k]);
+                for (long long c = 0; c < vptr[k + 1] - vptr[k]; c++) {
+                    long long code = c;
+                    for (int j = 0; j < nbk; j++) { status[obk[j]] = (int)(code % 6); code /= 6; }
+                    double bestv = -INFINITY;
+                    for (int y = 0; y <= 1; y++) {
+                        if (y && !allowed) continue;
+                        double v = y ? pi[k] - lam[p] * work[k] - mu[p] * gmem[k] : 0.0;
+                        for (int e = tptr[k]; e < tptr[k + 1]; e++) {
+                            int i = tsrc[e], cut;
+                            newst[i] = step_status(first[i] == k ? U00 : status[i], town[e], y, &cut);
+                            if (cut) v -= lam[p] * cost[i];
+                        }
+                        long long nc = 0;
+                        for (int j = nak - 1; j >= 0; j--) {
+                            int i = oak[j];
+                            nc = nc * 6 + (mark[i] == k ? newst[i] : status[i]);
+                        }
+                        v += Vp[vptr[k + 1] + nc];
+                        if (v > bestv) bestv = v;
+                    }
+                    Vp[vptr[k] + c] = bestv;
+                }
+            }
+        }
+        for (int i = 0; i < S; i++) mark[i] = -1;
+        for (int p = 0; p < P; p++) {
+            double r = V[(size_t)p * vptr[G + 1]] + lam[p] * T + (mu[p] != 0 ? mu[p] * cap : 0.0);
+            if (r < root) root = r;
+        }
+    }
+    if (maxopen > 24) { gave_up = 1; goto finish; }   /* 6^24 would overflow the state number */
+    for (int k = 0; k <= G; k++) {
+        int n = 0;
+        for (int g = k; g < G; g++)
+            if (pi[g] > 0 && isfinite(work[g]) && gmem[g] <= captol) {
+                items[n].key = work[g] > 0 ? pi[g] / work[g] : INFINITY;
+                items[n++].g = g;
+            }
+        qsort(items, n, sizeof(Item), cmp_item);
+        double *a = pw1 + (size_t)k * (G + 1), *v = pv1 + (size_t)k * (G + 1);
+        a[0] = v[0] = 0;
+        for (int j = 0; j < n; j++) { a[j + 1] = a[j] + fmax(0.0, work[items[j].g]); v[j + 1] = v[j] + pi[items[j].g]; }
+        for (int j = 0; j < n; j++) items[j].key = gmem[items[j].g] > 0 ? pi[items[j].g] / gmem[items[j].g] : INFINITY;
+        qsort(items, n, sizeof(Item), cmp_item);
+        a = pw2 + (size_t)k * (G + 1); v = pv2 + (size_t)k * (G + 1);
+        a[0] = v[0] = 0;
+        for (int j = 0; j < n; j++) { a[j + 1] = a[j] + fmax(0.0, gmem[items[j].g]); v[j + 1] = v[j] + pi[items[j].g]; }
+        nrest[k] = n;
+    }
+    for (int k = 0; k < G; k++) {
+        clock_gettime(CLOCK_MONOTONIC, &t_now);
+        if ((t_now.tv_sec - t_start.tv_sec) + 1e-9 * (t_now.tv_nsec - t_start.tv_nsec) > seconds) {
+            gave_up = 1;   /* out of time: the caller prices otherwise */
+            goto finish;
+        }
+        if (2 * n_cur > cap_labels) {   /* room for every child of this layer, in both layers' stores */
+            long long want = cap_labels ? cap_labels : 1024;
+            while (2 * n_cur > want) want *= 2;
+            if (want > limit) { gave_up = 1; goto finish; }
+            Label *c2 = realloc(cur, sizeof(Label) * want), *n2 = realloc(next, sizeof(Label) * want);
+            uint64_t *bc = realloc(bits_cur, sizeof(uint64_t) * (size_t)want * W);
+            uint64_t *bn = realloc(bits_next, sizeof(uint64_t) * (size_t)want * W);
+            Pt *s2 = realloc(stair, sizeof(Pt) * want);
+            if (c2) cur = c2;
+            if (n2) next = n2;
+            if (bc) bits_cur = bc;
+            if (bn) bits_next = bn;
+            if (s2) stair = s2;
+            if (!c2 || !n2 || !bc || !bn || !s2) { gave_up = 1; goto finish; }
+            if (cap_labels == 0) {   /* the empty set, before any group */
+                cur[0].state = 0; cur[0].pi = 0; cur[0].load = 0; cur[0].mem = 0; cur[0].bi = 0;
+                memset(bits_cur, 0, sizeof(uint64_t) * W);
+            }
+            cap_labels = want;
+        }
+        const int *ob = k ? olist + optr[k - 1] : olist, nb = k ? optr[k] - optr[k - 1] : 0;
+        const int *oa = olist + optr[k], na = optr[k + 1] - optr[k];
+        const int allowed = isfinite(work[k]);
+        for (int e = tptr[k]; e < tptr[k + 1]; e++) mark[tsrc[e]] = k;
+        const double *kw1 = pw1 + (size_t)(k + 1) * (G + 1), *kv1 = pv1 + (size_t)(k + 1) * (G + 1);
+        const double *kw2 = pw2 + (size_t)(k + 1) * (G + 1), *kv2 = pv2 + (size_t)(k + 1) * (G + 1);
+        n_next = 0;
+        for (long long l = 0; l < n_cur; l++) {
+            const Label *L = cur + l;
+            long long code = L->state;
+            for (int j = 0; j < nb; j++) { status[ob[j]] = (int)(code % 6); code /= 6; }
+            for (int y = 0; y <= 1; y++) {
+                if (y && (!allowed || L->mem + gmem[k] > captol)) continue;
+                double load = L->load + (y ? work[k] : 0.0);
+                for (int e = tptr[k]; e < tptr[k + 1]; e++) {
+                    int i = tsrc[e], cut;
+                    newst[i] = step_status(first[i] == k ? U00 : status[i], town[e], y, &cut);
+                    if (cut) load += cost[i];
+                }
+                if (load > Ttol) continue;
+                double mem = L->mem + (y ? gmem[k] : 0.0);
+                double pv = L->pi + (y ? pi[k] : 0.0);
+                /* what the groups still to come can add (communication only adds load: ignored) */
+                double ub = fmin(knap(kw1, kv1, nrest[k + 1], T - load), knap(kw2, kv2, nrest[k + 1], cap - mem));
+                if (pv + ub < best - tol) continue;
+                long long state = 0;
+                double close = 0.0;   /* what leaving every group still to come out would cut */
+                for (int j = na - 1; j >= 0; j--) {
+                    int i = oa[j];
+                    int st_ = mark[i] == k ? newst[i] : status[i];
+                    state = state * 6 + st_;
+                    if (st_ == IN0 || st_ == U10) close += cost[i];
+                }
+                int improves = pv > best && load + close <= Ttol;   /* this set, completed by no more groups */
+                if (P > 0) {
+                    int cut_off = 0;
+                    for (int p = 0; p < P && !cut_off; p++) {
+                        double lag = V[(size_t)p * vptr[G + 1] + vptr[k + 1] + state] + lam[p] * (T - load)
+                                     + (mu[p] != 0 ? mu[p] * (cap - mem) : 0.0);
+                        if (pv + lag < best - tol) cut_off = 1;
+                    }
+                    if (cut_off) continue;
+                }
+                Label *N = next + n_next;
+                N->state = state; N->pi = pv; N->load = load; N->mem = mem; N->bi = n_next;
+                uint64_t *nb_ = bits_next + (size_t)n_next * W;
+                memcpy(nb_, bits_cur + (size_t)L->bi * W, sizeof(uint64_t) * W);
+                if (y) nb_[k / 64] |= (uint64_t)1 << (k % 64);
+                n_next++;
+                if (improves) { best = pv; best_found = 1; memcpy(best_bits, nb_, sizeof(uint64_t) * W); }
+            }
+        }
+        /* exact dominance within each state: sorted by pi (desc), a label is kept unless a kept one has
+         * load <= and mem <= (the kept ones' (load, mem) staircase answers that) */
+        qsort(next, n_next, sizeof(Label), cmp_label);
+        long long kept = 0;
+        for (long long a0 = 0; a0 < n_next;) {
+            long long a1 = a0;
+            while (a1 < n_next && next[a1].state == next[a0].state) a1++;
+            int ns = 0;
+            for (long long j = a0; j < a1; j++) {
+                if (dominated(stair, ns, next[j].load, next[j].mem)) continue;
+                ns = insert_pt(stair, ns, next[j].load, next[j].mem);
+                next[kept++] = next[j];
+            }
+            a0 = a1;
+        }
+        Label *tl = cur; cur = next; next = tl;
+        uint64_t *tb = bits_cur; bits_cur = bits_next; bits_next = tb;
+        n_cur = kept;
+        total_labels += kept;
+        if (kept > widest) widest = kept;
+        if (n_cur == 0) break;
+    }
+finish:
+    if (gave_up) {
+        Py_INCREF(Py_None);
+        result = Py_None;
+    } else {
+        PyObject *set = PyBytes_FromStringAndSize(NULL, G);
+        if (set) {
+            char *p = PyBytes_AS_STRING(set);
+            for (int g = 0; g < G; g++) p[g] = best_found ? (char)((best_bits[g / 64] >> (g % 64)) & 1) : 0;
+            result = Py_BuildValue("(dNiLLd)", best, set, best_found, total_labels, widest, root);
+        }
+    }
+    free(V); free(vptr);
+    free(mark); free(first); free(last); free(tptr); free(tsrc); free(town); free(fill); free(optr); free(olist);
+    free(pw1); free(pv1); free(pw2); free(pv2); free(nrest); free(items); free(status); free(newst);
+    free(cur); free(next); free(bits_cur); free(bits_next); free(best_bits); free(stair);
+    PyBuffer_Release(&b_pi); PyBuffer_Release(&b_work); PyBuffer_Release(&b_mem); PyBuffer_Release(&b_own);
+    PyBuffer_Release(&b_cost); PyBuffer_Release(&b_sptr); PyBuffer_Release(&b_succ);
+    PyBuffer_Release(&b_lam); PyBuffer_Release(&b_mu);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"price", price, METH_VARARGS,
+     "price(pi, work, mem, own, cost, succ_ptr, succ, cap, T, lb, label_limit, lam, mu, seconds) -> (max pi(S), set bytes, found, "
+     "labels kept in all, in the widest layer, the Lagrangian root bound) or None beyond label_limit or seconds (see viz_place/solvers/milp/set_pricing.py ExactPricer)."},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_pricing", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__pricing(void) { return PyModule_Create(&module); }
