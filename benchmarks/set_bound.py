@@ -8,6 +8,7 @@ value, certificate, columns, smoothing, pricing seconds per device type).
 
     .venv/bin/python benchmarks/set_bound.py 46.0 --seconds 900
     .venv/bin/python benchmarks/set_bound.py 46.0 --seconds 900 --pricing milp     # as before the pricing DP
+    .venv/bin/python benchmarks/set_bound.py 46.2 --seconds 900 --pricing exact-attempts
     .venv/bin/python benchmarks/set_bound.py 45.5 46.0 46.4 --graph residual:75:2:training --seconds 150 --log
 """
 from __future__ import annotations
@@ -21,14 +22,32 @@ from viz_place.solvers.groups import allowed_devices
 from viz_place.solvers.milp.set_bound import ExactPricer, Pricer, Sources, device_types, refute
 
 
+class _AttemptsOnly:
+    """The MILP in the short rounds, the label DP when refute gives a certificate attempt its full time
+    (``--pricing exact-attempts``, the first version of the exact pricing)."""
+
+    def __init__(self, milp, exact, full: float = 30.0):
+        self.milp, self.exact, self.full = milp, exact, full
+        self.last_seconds = 0.0
+
+    def solve(self, pi, T, time_limit, abs_gap=1e-7, start=None):
+        p = self.exact if time_limit >= self.full else self.milp
+        out = p.solve(pi, T, time_limit, abs_gap=abs_gap, start=start)
+        self.last_seconds = p.last_seconds
+        return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("thresholds", type=float, nargs="+", help="the thresholds T to refute")
     ap.add_argument("--graph", default="residual:75:2:training", help="family:nodes:seed[:training]")
     ap.add_argument("--seconds", type=float, default=150.0, help="time per threshold (default 150)")
     ap.add_argument("--log", action="store_true", help="also print the certificate rounds")
-    ap.add_argument("--pricing", choices=("exact", "milp"), default="exact",
-                    help="certificate attempts price with the label DP (default, as ilp-noncontig does) or the MILP")
+    ap.add_argument("--attempt-every", type=float, default=None,
+                    help="seconds between certificate attempts (default: refute's own)")
+    ap.add_argument("--pricing", choices=("exact", "milp", "exact-attempts"), default="exact",
+                    help="every round prices with the label DP (default, as ilp-noncontig does), or the MILP, or "
+                         "the MILP with the label DP for the certificate attempts only (exact-attempts)")
     args = ap.parse_args(argv)
     fam, n, seed, *rest = args.graph.split(":")
     g = make_graph(fam, int(n), int(seed), training=bool(rest and rest[0] == "training"))
@@ -40,8 +59,12 @@ def main(argv=None) -> int:
     print(f"{'T':>8} {'refuted':>8} {'certificate':>12} {'master':>9} {'rounds':>7} {'columns':>8} {'seconds':>8}")
     for T in args.thresholds:
         pricers = [Pricer(t, sources, threads=1) for t in types]
-        exact = [ExactPricer(t, sources) for t in types] if args.pricing == "exact" else None
-        r = refute(types, sources, T, pricers=pricers, exact=exact, deadline=time.perf_counter() + args.seconds)
+        exact = [ExactPricer(t, sources) for t in types] if args.pricing != "milp" else None
+        more = {"attempt_every": args.attempt_every} if args.attempt_every is not None else {}
+        if args.pricing == "exact-attempts":   # the MILP in the rounds, the label DP in the attempts
+            pricers = [_AttemptsOnly(p, e) for p, e in zip(pricers, exact)]
+            exact = None
+        r = refute(types, sources, T, pricers=pricers, exact=exact, deadline=time.perf_counter() + args.seconds, **more)
         print(f"{T:8.4f} {str(r.refuted):>8} {r.certificate:12.6f} {r.lp_value:9.6f} {r.iterations:7d} "
               f"{r.columns:8d} {r.seconds:8.1f}", flush=True)
         if args.log:

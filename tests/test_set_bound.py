@@ -182,14 +182,36 @@ def test_refute_keeps_the_threshold_of_a_real_placement_unrefuted():
     assert not r.refuted and r.lp_value <= 1e-9
 
 
-def test_ilp_noncontig_with_the_set_bound_proves_the_brute_force_optimum():
+def _milp_stops_short(monkeypatch):
+    """The integer program ends as if out of time: its incumbent kept, its bound only the floor's."""
+    from viz_place.solvers.milp import max_load
+
+    real = max_load.solve_milp
+
+    def short(lp, **kw):
+        res = real(lp, **kw)
+        if res.has_solution:
+            res.bound, res.status, res.stopped_by = 0.0, "feasible", "time limit"
+        return res
+    monkeypatch.setattr(max_load, "solve_milp", short)
+
+
+def test_ilp_noncontig_with_the_set_bound_proves_the_brute_force_optimum(monkeypatch):
+    """The set bound runs last, when the integer program stopped short: its bound is valid (never above
+    brute force) and lifts the simple bound the run would otherwise end with."""
+    _milp_stops_short(monkeypatch)
     for seed in (3, 5, 8):
         inst = chatty_instance(seed)
         best = brute_force(inst, "max_load")
-        p = run_solver("ilp-noncontig", inst.graph, inst.cluster,
-                       options={"backend": "highs", "time_limit": 20, "set_bound": 0.5, "set_bound_comm": 0.0})
+        floor = simple_lower_bound(inst.graph, inst.cluster)[0]
+        seen = []
+        p = run_solver("ilp-noncontig", inst.graph, inst.cluster, progress=lambda ev: seen.append(ev.message),
+                       options={"backend": "highs", "time_limit": 20, "set_bound": 0.5, "set_bound_comm": 0.0,
+                                "lns": 0.0})
         assert p.claimed_value == pytest.approx(best, rel=1e-6)
-        assert p.lower_bound <= best * (1 + 1e-9) and p.status == "optimal"
+        assert floor * (1 + 1e-3) < p.lower_bound <= best * (1 + 1e-9), (seed, floor, p.lower_bound, best)
+        assert "proven by the set-partitioning bound" in p.message and p.bound_set == "any"
+        assert any("set-partitioning bound: nothing fits within" in m for m in seen)
 
 
 def test_a_failed_master_lp_skips_the_set_bound_and_the_integer_program_still_proves(monkeypatch):
@@ -203,5 +225,10 @@ def test_a_failed_master_lp_skips_the_set_bound_and_the_integer_program_still_pr
     seen = []
     p = run_solver("ilp-noncontig", inst.graph, inst.cluster, progress=lambda ev: seen.append(ev.message),
                    options={"backend": "highs", "time_limit": 20, "set_bound": 0.5, "set_bound_comm": 0.0})
-    assert p.status == "optimal" and p.claimed_value == pytest.approx(best, rel=1e-6)
+    assert p.status == "optimal" and p.claimed_value == pytest.approx(best, rel=1e-6)   # proven without it
+    _milp_stops_short(monkeypatch)
+    p = run_solver("ilp-noncontig", inst.graph, inst.cluster, progress=lambda ev: seen.append(ev.message),
+                   options={"backend": "highs", "time_limit": 20, "set_bound": 0.5, "set_bound_comm": 0.0,
+                            "lns": 0.0})
+    assert p.status == "feasible" and p.claimed_value == pytest.approx(best, rel=1e-6)   # the placement is kept
     assert any("set-partitioning bound skipped: its master LP ended 'Numerical error'" in m for m in seen)

@@ -82,7 +82,7 @@ from .options import (OBJECTIVES, SET_ANY, SET_CONVEX, SET_PIPELINE, IlpNonconti
 from .pipeline import add_pipeline_constraints, pipeline_start_values
 from .polish import Polisher, polishable
 from .result import FROM_INCUMBENT, devices_from_solution, memory_diagnosis, milp_result
-from .set_bound import run_set_bound, wants_set_bound
+from .set_bound import raise_bound_by_set_partition, wants_set_bound
 from .symmetry import add_symmetry_breaking, canonical, interchangeable_sets
 from .warm_start import best_warm_start, better_elsewhere_note, warm_start_note
 
@@ -427,10 +427,9 @@ def solve(problem: Problem, opts: IlpOptions, hooks: Hooks) -> SolverResult:
                                             deadline=min(watch.start + (1 - MAIN_SHARE) * opts.time_limit,
                                                          _now() + opts.bound_phase * opts.time_limit),
                                             incumbent=problem.value(warm[0]) if warm is not None else None))
-    if not proven and warm is not None and wants_set_bound(problem, opts, warm[0]):
-        floor = max(floor, run_set_bound(problem, allowed, opts, hooks, floor=floor, warm=warm[0],
-                                         deadline=min(watch.start + (1 - MAIN_SHARE) * opts.time_limit,
-                                                      _now() + opts.set_bound * opts.time_limit)))
+    # the set-partitioning bound runs last, aimed at the best placement found (its time is kept for it)
+    sb_time = opts.set_bound * opts.time_limit \
+        if not proven and warm is not None and wants_set_bound(problem, opts, warm[0]) else 0.0
     hooks.report(0.0, "building the integer program", force=True)
     try:
         lp, x, y = build_model(prob, allowed, opts, sym_sets, order, floor=floor,
@@ -451,7 +450,7 @@ def solve(problem: Problem, opts: IlpOptions, hooks: Hooks) -> SolverResult:
         if y:
             start_values.update(pipeline_start_values(prob, warm[0], y, order))
     lns_time = opts.lns * opts.time_limit if lns_applies(opts) else 0.0
-    remaining = max(0.1, opts.time_limit - watch.elapsed - lns_time)
+    remaining = max(0.1, opts.time_limit - watch.elapsed - lns_time - sb_time)
     improve = None
     if polisher is not None:
         polisher.x = x
@@ -468,9 +467,13 @@ def solve(problem: Problem, opts: IlpOptions, hooks: Hooks) -> SolverResult:
         gap = gap_of(problem.value(start), res.bound) if start is not None else None
         short = start is not None and (gap is None or gap > max(opts.gap, OPTIMALITY_TOL))
         got = run_lns(problem, allowed, sym_sets, opts, hooks, start=start, bound=res.bound,
-                      deadline=watch.start + opts.time_limit) if short else None
+                      deadline=watch.start + opts.time_limit - sb_time) if short else None
         if got is not None:
             warm = (got[0], f"{FROM_INCUMBENT}, improved by re-solving device subsets")
+    set_note = ""
+    if sb_time and not hooks.cancelled and res.status != "infeasible":
+        set_note = raise_bound_by_set_partition(problem, allowed, opts, hooks, res, ilp_dev, warm,
+                                                floor=floor, deadline=watch.start + opts.time_limit)
     if res.status == "infeasible" and warm is None:
         extra = f" {set_text(kind)}" if kind != SET_ANY else ""
         raise InfeasibleError(f"infeasible{extra}: {memory_diagnosis(prob, allowed)}")
@@ -478,7 +481,7 @@ def solve(problem: Problem, opts: IlpOptions, hooks: Hooks) -> SolverResult:
                                 extra_ok=outside_model, scope=set_text(kind),
                                 status_override="cancelled" if hooks.cancelled else None,
                                 model_note="loads with overlap: max(compute, communication)" if opts.overlap else "")
-    notes = [warm_start_note(failures)]
+    notes = [warm_start_note(failures), set_note]
     if kind == SET_PIPELINE:
         notes.append(better_elsewhere_note(value, rejected, "-o device_cycles=true (per-device convex sets) or "
                                            "solver ilp-noncontig allow such placements",

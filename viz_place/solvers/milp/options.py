@@ -51,9 +51,10 @@ class IlpOptions(MilpOptions):
                 "others fixed (large-neighbourhood search), after the integer program when it has not reached "
                 "the gap; ilp-noncontig, objective max_load without overlap; 0 = off", "min": 0.0, "max": 0.8})
     set_bound: float = field(default=0.0, metadata={
-        "help": "share of the time limit for the set-partitioning bound (column generation: each device's set "
-                "with its exact communication), run before the integer program when communication matters "
-                "(see set_bound_comm); ilp-noncontig, objective max_load without overlap; 0 = off",
+        "help": "share of the time limit kept for the set-partitioning bound (column generation with exact "
+                "pricing: each device's set with its exact communication), run last and aimed at the best "
+                "placement found, when communication matters (see set_bound_comm); ilp-noncontig, objective "
+                "max_load without overlap; 0 = off",
         "min": 0.0, "max": 0.8})
     set_bound_comm: float = field(default=0.01, metadata={
         "help": "run the set-partitioning bound only when some device of the warm start pays at least this "

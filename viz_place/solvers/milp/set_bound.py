@@ -37,7 +37,8 @@ from ...cost.compiled import CompiledProblem
 from .set_pricing import DeviceType, ExactPricer, LocalPricer, Pricer, Sources, device_types, set_load
 
 __all__ = ["DeviceType", "ExactPricer", "LocalPricer", "MasterFailed", "Pricer", "Refutation", "SetBound", "Sources",
-           "device_types", "placement_columns", "refute", "run_set_bound", "set_load", "set_partition_bound",
+           "device_types", "placement_columns", "raise_bound_by_set_partition", "refute", "run_set_bound", "set_load",
+           "set_partition_bound",
            "wants_set_bound"]
 
 #: A refutation counts only when its certificate is above this (the prices are a fraction of 1 each).
@@ -122,9 +123,10 @@ def refute(types: list[DeviceType], sources: Sources, T: float, *, pricers: list
     """Column generation at threshold ``T``: a certificate that nothing fits (``refuted``), or the
     relaxation is feasible at ``T`` (``lp_value`` 0), or time ran out (neither).
 
-    With ``exact`` (one :class:`ExactPricer` per type), the certificate attempts price exactly (the
-    label DP instead of the MILP's bound after its time limit), and so does every round for a type that
-    pays no communication (a knapsack, solved in milliseconds).
+    With ``exact`` (one :class:`ExactPricer` per type), every round prices exactly (the label DP, given
+    up to ``pricing_limit``; the MILP ``pricers`` only where it gives up), so every round is a
+    certificate attempt and adds the best columns; without it the MILPs price with short limits and get
+    their full time every ``attempt_every`` seconds.
 
     Prices are smoothed (Wentges): the pricing problems see ``a * centre + (1 - a) * master``, where the
     centre is the best certificate's prices so far; a round that adds no column for the master's own
@@ -180,9 +182,9 @@ def refute(types: list[DeviceType], sources: Sources, T: float, *, pricers: list
             if left <= 0:
                 cert = -np.inf
                 break
-            pricer = exact[ti] if exact is not None and (attempt or not t.pay) else pricers[ti]
-            ub, sets = pricer.solve(pi, T, min(pricing_limit if attempt else limit, left), abs_gap=slack,
-                                    start=best_local[ti])
+            pricer = exact[ti] if exact is not None else pricers[ti]
+            ub, sets = pricer.solve(pi, T, min(pricing_limit if attempt or exact is not None else limit, left),
+                                    abs_gap=slack, start=best_local[ti])
             spent.append(round(pricer.last_seconds, 2))
             cert -= t.count * ub
             for s in sets:
@@ -225,11 +227,12 @@ def placement_columns(prob: CompiledProblem, types: list[DeviceType], dev: Seque
 
 def set_partition_bound(prob: CompiledProblem, allowed: Sequence[Sequence[int]], *, floor: float, target: float,
                         deadline: float, starts: Sequence[Sequence[int]] = (), threads: int = 1,
+                        first_share: float = 0.5,
                         report: Callable[[float, str], None] | None = None,
                         cancelled: Callable[[], bool] = lambda: False) -> SetBound:
     """The largest threshold in ``[floor, target]`` that :func:`refute` refutes before ``deadline``
-    (bisection; the first probe is ``target``, the one that settles a requested gap, and gets half of the
-    time; each later probe may use all that is left). ``starts``: placements (device index per node) whose device sets seed the columns.
+    (bisection; the first probe is ``target``, the one that settles a requested gap, and gets
+    ``first_share`` of the time; each later probe may use all that is left). ``starts``: placements (device index per node) whose device sets seed the columns.
 
     >>> from viz_place.testing import random_instance
     >>> from viz_place.cost import compile_problem, simple_lower_bound
@@ -255,7 +258,7 @@ def set_partition_bound(prob: CompiledProblem, allowed: Sequence[Sequence[int]],
         if left < 0.5:
             break
         r = refute(types, sources, T, pricers=pricers, exact=exact, columns=pool, cancelled=cancelled,
-                   deadline=_now() + (left if T < hi else left / 2))
+                   deadline=_now() + (left if T < hi else left * first_share))
         probes.append(r)
         pool = r.pool
         if r.refuted:
@@ -299,8 +302,34 @@ def run_set_bound(problem, allowed, opts, hooks, *, floor: float, warm, deadline
     try:
         sb = set_partition_bound(problem.compiled, allowed, floor=floor, target=target, deadline=deadline,
                                  starts=[warm], threads=opts.threads, report=report,
+                                 first_share=1.0 if opts.gap > 0 else 0.75,   # a requested gap: all on it
                                  cancelled=lambda: hooks.cancelled)
     except MasterFailed as err:     # the bound is an extra: without it the integer program still runs
         hooks.report(0.0, f"set-partitioning bound skipped: {err}", force=True)
         return floor
     return max(floor, sb.bound)
+
+
+def raise_bound_by_set_partition(problem, allowed, opts, hooks, res, ilp_dev, warm, *, floor: float,
+                                 deadline: float) -> str:
+    """``ilp-noncontig``'s last phase (``-o set_bound=F``): the set-partitioning bound aimed at the best
+    placement found, ``value / (1 + gap)``. When it proves more than the integer program's bound, that
+    bound (``res.bound``, a bound over all placements) is raised to it. Returns a note for the result's
+    message (empty when it proved nothing more)."""
+    from ...cost.bounds import gap as gap_of
+    from .backends import OPTIMALITY_TOL
+    cands = [d for d in (ilp_dev, warm[0] if warm else None) if d is not None and problem.evaluate(d).feasible]
+    if not cands:
+        return ""
+    best = min(cands, key=problem.value)
+    value = problem.value(best)
+    lo = max(floor, res.bound) if res.bound is not None and np.isfinite(res.bound) else floor
+    if not np.isfinite(lo) or (gap_of(value, lo) or 0.0) <= max(opts.gap, OPTIMALITY_TOL):
+        return ""
+    got = run_set_bound(problem, allowed, opts, hooks, floor=lo, warm=best, deadline=deadline)
+    if got <= lo * (1 + 1e-12):
+        return ""
+    res.bound = min(got, value)
+    return (f"bound {res.bound:.6g} proven by the set-partitioning bound (column generation, exact pricing), "
+            f"above the integer program's {lo:.6g}")
+
