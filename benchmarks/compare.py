@@ -85,7 +85,8 @@ def long_run(graph, cluster, args) -> dict:
         if ev.incumbent is not None or ev.bound is not None:
             seen.append((time.perf_counter() - t0, ev.incumbent, ev.bound))
 
-    opts = {"time_limit": args.long, "backend": args.backend, "gap": args.long_gap, "threads": args.threads}
+    opts = {"time_limit": args.long, "backend": args.backend, "gap": args.long_gap, "threads": args.threads,
+            **{k: float(v) for k, v in (kv.split("=", 1) for kv in args.long_options.split(",") if kv)}}
     row = {"solver": "ilp-noncontig", "nodes": graph.num_nodes, "groups": len(graph.colocation_groups)}
     c = time.process_time()
     try:
@@ -173,6 +174,8 @@ def main(argv=None) -> int:
     ap.add_argument("--long-only", action="store_true", help="with --long: skip the short table")
     ap.add_argument("--long-gap", type=float, default=0.01, help="with --long: stop at this gap (default 0.01)")
     ap.add_argument("--threads", type=int, default=1, help="MILP back-end threads in the long runs (default 1)")
+    ap.add_argument("--long-options", default="", metavar="K=V,...",
+                    help="with --long: more ilp-noncontig options, e.g. set_bound=0.55,lns=0.15")
     ap.add_argument("--generated", default="", help="with --long: family:nodes:seed[:training],... "
                                                     "(default: the GENERATED list)")
     args = ap.parse_args(argv)

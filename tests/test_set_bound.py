@@ -145,6 +145,24 @@ def test_exact_pricing_equals_brute_force(seed):
                     assert sets and float(pi[sets[0]].sum()) == pytest.approx(best, abs=1e-9)
 
 
+@pytest.mark.skipif(not _pricing_dp_built(), reason="the pricing DP's extension was not built (no C compiler)")
+def test_exact_pricing_hands_over_to_the_milp_beyond_its_label_limit(monkeypatch):
+    from viz_place.solvers.milp import set_pricing
+    inst = chatty_instance(301, 8, 9)
+    prob = compile_problem(inst.graph, inst.cluster)
+    t = device_types(prob, allowed_devices(prob, inst.pins))[0]
+    sources = Sources.of(prob)
+    G = len(prob.groups)
+    pi = np.random.default_rng(1).uniform(-0.2, 1.0, G)
+    T = simple_lower_bound(inst.graph, inst.cluster)[0]
+    exact, _ = ExactPricer(t, sources).solve(pi, T, 10.0)
+    monkeypatch.setattr(set_pricing, "LABEL_LIMIT", 2)
+    pricer = ExactPricer(t, sources)
+    ub, sets = pricer.solve(pi, T, 10.0)
+    assert not pricer.last_exact and ub >= exact - 1e-9   # the MILP's bound: never below the maximum
+    assert all(_fits(t, sources, s, T * (1 + 1e-6)) for s in sets)
+
+
 def test_set_bound_never_exceeds_brute_force_and_lifts_the_simple_bound():
     lifted = checked = 0
     for seed in range(60):
