@@ -11,9 +11,12 @@
  *   IN0  own group in, no successor out yet              OUT0 own group out, no successor in yet
  *   DONE cut (its cost already paid)
  * A label is (pi, load, mem, the set's bits); within a state, a label is dropped when another has pi >=,
- * load <= and mem <= (exact dominance), or when pi plus a fractional-knapsack bound on the groups still
- * to come (each of load and memory alone) cannot beat the best value known. The result is the exact
- * maximum (and a set reaching it), or None when the labels exceed a limit.
+ * load <= and mem <= (exact dominance), or when pi plus a bound on what the groups still to come can add
+ * cannot beat the best value known: a fractional knapsack (load and memory each alone) and Lagrangian
+ * bounds (a backward DP over the same states, multipliers on load and memory, communication exact).
+ * Every label, completed by taking no more groups, is a candidate for the best value. The result is the
+ * exact maximum (and a set reaching it), or None when a layer would exceed the label limit, the time
+ * limit runs out or memory cannot be had (the caller then prices otherwise).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -30,8 +33,6 @@ typedef struct {
     double pi, load, mem;
     long long bi;     /* index of the set's W words in the layer's bit store */
 } Label;
-
-static int W;   /* words per set */
 
 static int cmp_label(const void *a, const void *b) {
     const Label *x = (const Label *)a, *y = (const Label *)b;
@@ -125,7 +126,7 @@ static PyObject *price(PyObject *self, PyObject *args) {
     const double *pi = b_pi.buf, *work = b_work.buf, *gmem = b_mem.buf, *cost = b_cost.buf;
     const long long *own = b_own.buf, *sptr = b_sptr.buf, *succ = b_succ.buf;
     const int G = (int)(b_pi.len / sizeof(double)), S = (int)(b_own.len / sizeof(long long));
-    W = (G + 63) / 64;
+    const int W = (G + 63) / 64;   /* words per set */
     const double Ttol = T + 1e-12 * fabs(T) + 1e-12, captol = cap + 1e-12 * fabs(cap) + 1e-12;
 
     /* sources: first and last group touched; per group, (source, own?) touches */
@@ -173,7 +174,7 @@ static PyObject *price(PyObject *self, PyObject *args) {
     int *nrest = calloc(G + 1, sizeof(int));
     Item *items = malloc(sizeof(Item) * (G + 1));
     int *status = malloc(sizeof(int) * (S + 1)), *newst = malloc(sizeof(int) * (S + 1));
-    int *mark = malloc(sizeof(int) * (S + 1));
+    int *mark = malloc(sizeof(int) * (S + 1));   /* the small tables; the label layers are checked as they grow */
     for (int i = 0; i < S; i++) mark[i] = -1;
     long long cap_labels = 0, n_cur = 1, n_next = 0;
     Label *cur = NULL, *next = NULL;

@@ -41,6 +41,9 @@ Placement of DNN Graph Operators*), generalised to device classes and pins:
   incumbent closes the gap as surely as a better bound; and (``lns``, a share of
   the time) when the integer program stops short of the gap, the groups of three
   devices at a time are re-solved exactly with the others fixed (:mod:`.neighbourhoods`);
+* optionally (``set_bound``, a share of the time, last) the set-partitioning bound by column
+  generation with exact pricing (:mod:`.set_bound`), aimed at the best placement's value / (1 + gap):
+  a refuted threshold becomes the run's bound — communication, which the LP relaxation hardly sees;
 * optionally (``bound_phase``) a first MILP with only the largest groups
   integral — a relaxation, so its bound lifts the floor; off by default (it
   added nothing measurable on the published graphs).

@@ -247,8 +247,7 @@ def set_partition_bound(prob: CompiledProblem, allowed: Sequence[Sequence[int]],
     """
     types = device_types(prob, allowed)
     sources = Sources.of(prob)
-    pricers = [Pricer(t, sources, threads) for t in types]
-    exact = [ExactPricer(t, sources, threads) for t in types]
+    exact = [ExactPricer(t, sources, threads) for t in types]   # each builds its MILP fallback when needed
     pool: list[tuple[int, np.ndarray]] = [c for dev in starts for c in placement_columns(prob, types, dev)]
     lo, hi = float(floor), float(target)
     probes: list[Refutation] = []
@@ -257,7 +256,7 @@ def set_partition_bound(prob: CompiledProblem, allowed: Sequence[Sequence[int]],
         left = deadline - _now()
         if left < 0.5:
             break
-        r = refute(types, sources, T, pricers=pricers, exact=exact, columns=pool, cancelled=cancelled,
+        r = refute(types, sources, T, pricers=exact, exact=exact, columns=pool, cancelled=cancelled,
                    deadline=_now() + (left if T < hi else left * first_share))
         probes.append(r)
         pool = r.pool
@@ -286,9 +285,9 @@ def wants_set_bound(problem, opts, warm_dev) -> bool:
 
 
 def run_set_bound(problem, allowed, opts, hooks, *, floor: float, warm, deadline: float) -> float:
-    """The set-partitioning bound for ``ilp-noncontig``, aimed at the warm start's value / (1 + gap)
-    (the bound that settles the requested gap, value / bound - 1); reports progress; ``floor`` if nothing
-    more is proven."""
+    """The set-partitioning bound for ``ilp-noncontig``, aimed at the value of ``warm`` (the best placement
+    so far) / (1 + gap): the bound that settles the requested gap, value / bound - 1; reports progress;
+    ``floor`` if nothing more is proven."""
     value = problem.value(warm)
     target = value / (1 + opts.gap) if opts.gap > 0 else value
     if not np.isfinite(floor) or target <= floor:
