@@ -202,7 +202,9 @@ static PyObject *price(PyObject *self, PyObject *args) {
             for (int j = 0; j < nbk; j++) size *= 6;
             vptr[k + 1] = vptr[k] + size;
         }
-        V = malloc(sizeof(double) * (size_t)P * vptr[G + 1]);
+        if ((double)P * (double)vptr[G + 1] > (double)(1 << 24)) P = 0;   /* at most 128 MB of tables */
+        V = P > 0 ? malloc(sizeof(double) * (size_t)P * vptr[G + 1]) : NULL;
+        if (V == NULL) P = 0;
         for (int p = 0; p < P; p++) {
             double *Vp = V + (size_t)p * vptr[G + 1];
             for (long long c = vptr[G]; c < vptr[G + 1]; c++) Vp[c] = 0.0;
