@@ -217,9 +217,9 @@ class Pricer:
 class ExactPricer:
     """``max pi(S)`` over the sets one device of type ``t`` can hold within ``T``, exactly: a label DP
     over the groups in index order (``_pricing.c``; the state is the status of the sources whose groups
-    are partly decided, a label is (price, load, memory), dominated labels and labels a fractional
-    knapsack bound rules out are dropped). Its value is the maximum itself, so a certificate built on
-    it is as strong as the prices allow. Falls back to the MILP :class:`Pricer` (with its time limit)
+    are partly decided, a label is (price, load, memory), dominated labels and labels that fractional
+    knapsack or Lagrangian completion bounds rule out are dropped). Its value is the maximum itself, so
+    a certificate built on it is as strong as the prices allow. Falls back to the MILP :class:`Pricer` (with its time limit)
     when the extension is missing, a layer would exceed :data:`LABEL_LIMIT` labels or the time limit
     runs out (the MILP then gets what is left of it).
 
@@ -249,8 +249,9 @@ class ExactPricer:
             self.own, self.cost = np.zeros(0, dtype=np.int64), np.zeros(0)
             self.ptr, self.succ = np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64)
         self._milp: Pricer | None = None
-        self.last_seconds = 0.0
-        self.last_exact = False
+        self.last_seconds, self.last_exact = 0.0, False
+        self.last_labels = self.last_widest = 0          # labels kept in all, in the widest layer
+        self.last_root = float("inf")                    # the Lagrangian bound on the whole problem
 
     def solve(self, pi: np.ndarray, T: float, time_limit: float, abs_gap: float = 1e-7,
               start: np.ndarray | None = None) -> tuple[float, list[np.ndarray]]:
@@ -279,7 +280,6 @@ class ExactPricer:
         sets = [np.frombuffer(raw, dtype=np.uint8).astype(bool)] if found else \
             ([start.copy()] if start is not None and start.any() else [])
         return max(0.0, value) * (1 + PRICING_SLACK) + PRICING_SLACK, sets
-
 
     def _multipliers(self, pi: np.ndarray, T: float) -> tuple[np.ndarray, np.ndarray]:
         """Multipliers for the DP's Lagrangian completion bounds: the critical price per unit of work
