@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from viz_place import run_solver
-from viz_place.cost import evaluate
+from viz_place.cost import evaluate, gap
 from viz_place.model import Cluster, DeviceClass
 from viz_place.samples import make_graph
 
@@ -93,7 +93,7 @@ def compute_reference(spec: Spec, time_limit: float, backend: str = "highs") -> 
             "cluster": spec.cluster, "cluster_spec": cluster.to_dict(), "fingerprint": fingerprint(g, cluster),
             "nodes": g.num_nodes, "solver": "ilp-noncontig", "settings": settings, "status": p.status,
             "value": ev.max_load, "lower_bound": bound,
-            "gap": None if not bound else ev.max_load / bound - 1.0,
+            "gap": gap(ev.max_load, bound),
             "wall_seconds": round(p.wall_time, 1), "message": p.message,
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "machine": f"{platform.machine()}, {platform.python_version()}", "placement": dict(p.assignment)}
@@ -118,7 +118,7 @@ def improve_reference(spec: Spec, record: dict, seconds: float) -> dict:
     if ev.violations or not ev.max_load < value * (1 - 1e-9):
         return record
     rec = dict(record, placement=prob.to_assignment(out.dev), value=ev.max_load)
-    rec["gap"] = ev.max_load / rec["lower_bound"] - 1.0 if rec.get("lower_bound") else None
+    rec["gap"] = gap(ev.max_load, rec.get("lower_bound"))
     rec.setdefault("improved_by", []).append(
         {"method": "re-solving device subsets (viz_place.solvers.milp.neighbourhoods.improve_by_subsets)",
          "seconds": seconds, "from_value": value, "improvements": out.improvements,

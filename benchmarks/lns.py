@@ -21,7 +21,7 @@ import time
 from _common import WORKLOADS, workloads_available
 from compare import GENERATED
 from viz_place import load_graph, run_solver
-from viz_place.cost import compile_problem, evaluate
+from viz_place.cost import compile_problem, evaluate, gap
 from viz_place.samples import make_graph
 from viz_place.solvers.groups import allowed_devices
 from viz_place.solvers.milp.max_load import IlpNoncontigOptions
@@ -48,7 +48,7 @@ def main(argv=None) -> int:
     bound = p.lower_bound if p.bound_set == "any" else None
     start = evaluate(g, cluster, p).max_load
     print(f"{g.name}: ilp-noncontig {args.milp:g} s (lns off): {start:.6g}, bound {bound:.6g}, "
-          f"gap {100 * (start / bound - 1):.2f}%" if bound else f"{g.name}: ilp-noncontig: {start:.6g}")
+          f"gap {100 * gap(start, bound):.2f}%" if bound else f"{g.name}: ilp-noncontig: {start:.6g}")
     prob = compile_problem(g, cluster)
     t0 = time.perf_counter()
     out = improve_by_subsets(prob, allowed_devices(prob, {}), prob.to_index_array(p), size=args.size,
@@ -62,7 +62,7 @@ def main(argv=None) -> int:
     end = out.key[0]
     print(f"subset search: {start:.6g} -> {end:.6g} in {time.perf_counter() - t0:.1f} s "
           f"({out.improvements} improvements, {len(out.log)} subproblems)"
-          + (f"; gap against the MILP's bound {100 * (end / bound - 1):.2f}%" if bound else ""))
+          + (f"; gap against the MILP's bound {100 * gap(end, bound):.2f}%" if bound else ""))
     return 0
 
 
@@ -87,7 +87,7 @@ def table(seconds: float) -> int:
                            options={"time_limit": seconds, "threads": 1, "backend": "highs", "lns": share})
             value = evaluate(g, g.default_cluster, p).max_load
             bound = p.lower_bound if p.bound_set == "any" else None
-            row += [f"{value:10.6g}", f"{100 * (value / bound - 1):6.2f}%" if bound else f"{'-':>7}"]
+            row += [f"{value:10.6g}", f"{100 * gap(value, bound):6.2f}%" if bound else f"{'-':>7}"]
         print(f"{name or g.name:<28} {' '.join(row)}", flush=True)
     return 0
 

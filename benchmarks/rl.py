@@ -47,6 +47,7 @@ from pathlib import Path  # noqa: E402
 from _rl_refs import (REFERENCES, SPECS, checked_reference, compute_reference, improve_reference,  # noqa: E402
                       read_references, write_references)
 from viz_place import run_solver  # noqa: E402   (reads --policy FILE for the solver)
+from viz_place.cost import gap as gap_of  # noqa: E402
 from viz_place.solvers.rl import Policy, TrainConfig, load_policy, shipped_policy_path, train_policy  # noqa: E402
 from viz_place.testing import check_placement  # noqa: E402
 
@@ -158,7 +159,7 @@ def refresh(args) -> int:
             # keep the better placement; a bound proven by either run holds
             bounds = [b for b in (old.get("lower_bound"), rec["lower_bound"]) if b]
             old["lower_bound"] = max(bounds) if bounds else None
-            old["gap"] = old["value"] / old["lower_bound"] - 1 if old["lower_bound"] else None
+            old["gap"] = gap_of(old["value"], old["lower_bound"])
             rec = old
         return rec, (f"{spec.key}: {rec['value']:.6g} ({rec['status']}, bound {fmt(rec['lower_bound'], '.6g')}, gap "
                      f"{fmt(rec['gap'] and 100 * rec['gap'], '.2f')}%) in {time.perf_counter() - t0:.0f} s")

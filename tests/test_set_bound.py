@@ -83,10 +83,7 @@ def _fits(t, sources, in_set, T) -> bool:
 @pytest.mark.parametrize("seed", range(10))
 def test_pricing_bound_is_never_below_the_best_set_and_local_search_keeps_sets_valid(seed):
     inst = chatty_instance(100 + seed, 5, 7)
-    prob = compile_problem(inst.graph, inst.cluster)
-    types = device_types(prob, allowed_devices(prob, inst.pins))
-    sources = Sources.of(prob)
-    G = len(prob.groups)
+    prob, types, sources, G = _pricing_problem(inst)
     rng = np.random.default_rng(seed)
     pi = rng.uniform(-0.3, 1.0, G)
     floor = simple_lower_bound(inst.graph, inst.cluster)[0]
@@ -104,6 +101,12 @@ def test_pricing_bound_is_never_below_the_best_set_and_local_search_keeps_sets_v
             assert _fits(t, sources, s, T) and float(pi[s].sum()) >= 0.0
 
 
+def _pricing_problem(inst):
+    """The compiled problem, device types, sources and group count the pricing tests work on."""
+    prob = compile_problem(inst.graph, inst.cluster)
+    return prob, device_types(prob, allowed_devices(prob, inst.pins)), Sources.of(prob), len(prob.groups)
+
+
 def _pricing_dp_built() -> bool:
     try:
         from viz_place.solvers.milp import _pricing  # noqa: F401
@@ -118,15 +121,11 @@ def test_exact_pricing_equals_brute_force(seed):
     """The label DP's value is the brute-force maximum (not just a bound), and its set fits and reaches it:
     chatty and random instances, prices of both signs, thresholds from tight to loose, and a start set."""
     inst = chatty_instance(300 + seed, 6, 11) if seed % 3 else random_instance(seed)
-    prob = compile_problem(inst.graph, inst.cluster)
     try:
-        types = device_types(prob, allowed_devices(prob, inst.pins))
+        prob, types, sources, G = _pricing_problem(inst)
     except InfeasibleError:      # a random instance whose pins cannot hold: a chatty one instead
         inst = chatty_instance(300 + seed, 6, 11)
-        prob = compile_problem(inst.graph, inst.cluster)
-        types = device_types(prob, allowed_devices(prob, inst.pins))
-    sources = Sources.of(prob)
-    G = len(prob.groups)
+        prob, types, sources, G = _pricing_problem(inst)
     rng = np.random.default_rng(seed)
     subsets = [np.isin(np.arange(G), s) for r in range(G + 1) for s in itertools.combinations(range(G), r)]
     floor = simple_lower_bound(inst.graph, inst.cluster)[0]
@@ -149,10 +148,8 @@ def test_exact_pricing_equals_brute_force(seed):
 def test_exact_pricing_hands_over_to_the_milp_beyond_its_label_limit(monkeypatch):
     from viz_place.solvers.milp import set_pricing
     inst = chatty_instance(301, 8, 9)
-    prob = compile_problem(inst.graph, inst.cluster)
-    t = device_types(prob, allowed_devices(prob, inst.pins))[0]
-    sources = Sources.of(prob)
-    G = len(prob.groups)
+    prob, types, sources, G = _pricing_problem(inst)
+    t = types[0]
     pi = np.random.default_rng(1).uniform(-0.2, 1.0, G)
     T = simple_lower_bound(inst.graph, inst.cluster)[0]
     exact, _ = ExactPricer(t, sources).solve(pi, T, 10.0)

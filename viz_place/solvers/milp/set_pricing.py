@@ -36,6 +36,11 @@ PRICING_SLACK = 1e-7
 #: Labels the exact pricing DP may hold in one layer before it gives the problem to the MILP.
 LABEL_LIMIT = 1 << 22
 
+try:   # the compiled label DP of ExactPricer (optional: without it the MILP prices)
+    from . import _pricing
+except ImportError:
+    _pricing = None
+
 @dataclass(frozen=True)
 class DeviceType:
     """Interchangeable devices: the same allowed groups, compute, memory and communication."""
@@ -256,10 +261,6 @@ class ExactPricer:
     def solve(self, pi: np.ndarray, T: float, time_limit: float, abs_gap: float = 1e-7,
               start: np.ndarray | None = None) -> tuple[float, list[np.ndarray]]:
         """As :meth:`Pricer.solve` (``abs_gap`` only matters to the fallback)."""
-        try:
-            from . import _pricing
-        except ImportError:
-            _pricing = None
         started = _now()
         out = None
         if _pricing is not None:
