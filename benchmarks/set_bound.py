@@ -48,6 +48,9 @@ def main(argv=None) -> int:
     ap.add_argument("--pricing", choices=("exact", "milp", "exact-attempts"), default="exact",
                     help="every round prices with the label DP (default, as ilp-noncontig does), or the MILP, or "
                          "the MILP with the label DP for the certificate attempts only (exact-attempts)")
+    ap.add_argument("--ladder", action="store_true",
+                    help="carry the columns from each threshold to the next (as the set bound beside the integer "
+                         "program does) and print the cumulative seconds")
     args = ap.parse_args(argv)
     fam, n, seed, *rest = args.graph.split(":")
     g = make_graph(fam, int(n), int(seed), training=bool(rest and rest[0] == "training"))
@@ -57,6 +60,8 @@ def main(argv=None) -> int:
     print(f"{g.name}: {len(prob.groups)} groups, device types "
           + ", ".join(f"{len(t.devices)} x {prob.device_names[t.devices[0]].split(':')[0]}" for t in types))
     print(f"{'T':>8} {'refuted':>8} {'certificate':>12} {'master':>9} {'rounds':>7} {'columns':>8} {'seconds':>8}")
+    pool: list = []
+    t_start = time.perf_counter()
     for T in args.thresholds:
         pricers = [Pricer(t, sources, threads=1) for t in types]
         exact = [ExactPricer(t, sources) for t in types] if args.pricing != "milp" else None
@@ -64,9 +69,13 @@ def main(argv=None) -> int:
         if args.pricing == "exact-attempts":   # the MILP in the rounds, the label DP in the attempts
             pricers = [_AttemptsOnly(p, e) for p, e in zip(pricers, exact)]
             exact = None
-        r = refute(types, sources, T, pricers=pricers, exact=exact, deadline=time.perf_counter() + args.seconds, **more)
+        r = refute(types, sources, T, pricers=pricers, exact=exact, deadline=time.perf_counter() + args.seconds,
+                   columns=pool, **more)
+        if args.ladder:
+            pool = r.pool
         print(f"{T:8.4f} {str(r.refuted):>8} {r.certificate:12.6f} {r.lp_value:9.6f} {r.iterations:7d} "
-              f"{r.columns:8d} {r.seconds:8.1f}", flush=True)
+              f"{r.columns:8d} {r.seconds:8.1f}" + (f"  (from the start: {time.perf_counter() - t_start:.1f} s)"
+                                                   if args.ladder else ""), flush=True)
         if args.log:
             for row in r.log:
                 if row[2] is not None:

@@ -20,7 +20,8 @@ from viz_place.solvers.groups import allowed_devices
 from viz_place.solvers.milp import available_backends
 from viz_place.solvers.milp.set_bound import (LocalPricer, Pricer, Sources, device_types, placement_columns,
                                               refute, set_load, set_partition_bound)
-from viz_place.solvers.milp.set_pricing import ExactPricer
+from viz_place.solvers.milp.set_bound_worker import BesideHooks
+from viz_place.solvers.milp.set_pricing import ExactPricer, exact_pricing_built
 from viz_place.testing import Instance, random_instance
 
 pytestmark = pytest.mark.skipif("highs" not in available_backends(), reason="the set bound needs HiGHS (highspy)")
@@ -221,7 +222,7 @@ def test_ilp_noncontig_with_the_set_bound_proves_the_brute_force_optimum(monkeyp
         floor = simple_lower_bound(inst.graph, inst.cluster)[0]
         seen = []
         p = run_solver("ilp-noncontig", inst.graph, inst.cluster, progress=lambda ev: seen.append(ev.message),
-                       options={"backend": "highs", "time_limit": 20, "set_bound": 0.5, "set_bound_comm": 0.0,
+                       options={"backend": "highs", "time_limit": 20, "set_bound": 0.5, "set_bound_beside": False, "set_bound_comm": 0.0,
                                 "lns": 0.0})
         assert p.claimed_value == pytest.approx(best, rel=1e-6)
         assert floor * (1 + 1e-3) < p.lower_bound <= best * (1 + 1e-9), (seed, floor, p.lower_bound, best)
@@ -239,11 +240,121 @@ def test_a_failed_master_lp_skips_the_set_bound_and_the_integer_program_still_pr
     best = brute_force(inst, "max_load")
     seen = []
     p = run_solver("ilp-noncontig", inst.graph, inst.cluster, progress=lambda ev: seen.append(ev.message),
-                   options={"backend": "highs", "time_limit": 20, "set_bound": 0.5, "set_bound_comm": 0.0})
+                   options={"backend": "highs", "time_limit": 20, "set_bound": 0.5, "set_bound_beside": False, "set_bound_comm": 0.0})
     assert p.status == "optimal" and p.claimed_value == pytest.approx(best, rel=1e-6)   # proven without it
     _milp_stops_short(monkeypatch)
     p = run_solver("ilp-noncontig", inst.graph, inst.cluster, progress=lambda ev: seen.append(ev.message),
-                   options={"backend": "highs", "time_limit": 20, "set_bound": 0.5, "set_bound_comm": 0.0,
+                   options={"backend": "highs", "time_limit": 20, "set_bound": 0.5, "set_bound_beside": False, "set_bound_comm": 0.0,
                             "lns": 0.0})
     assert p.status == "feasible" and p.claimed_value == pytest.approx(best, rel=1e-6)   # the placement is kept
     assert any("set-partitioning bound skipped: its master LP ended 'Numerical error'" in m for m in seen)
+
+
+def _milp_runs_until_stopped(monkeypatch, given: list, on_start=lambda: None):
+    """The integer program ends as if it ran until stopped (its bound only the floor's): beside the set bound,
+    by the hooks (the set bound settling the gap, or a cancel) or after 30 s; else at once; ``given`` records each time limit it got,
+    ``on_start`` is called as it starts."""
+    from viz_place.solvers.milp import max_load
+    real = max_load.solve_milp
+
+    def until_stopped(lp, **kw):
+        given.append(kw["time_limit"])
+        on_start()
+        res = real(lp, **{**kw, "time_limit": min(kw["time_limit"], 5.0)})
+        end = time.perf_counter() + (30 if isinstance(kw["hooks"], BesideHooks) else 0)
+        while not kw["hooks"].cancelled and time.perf_counter() < end:
+            time.sleep(0.02)
+        if res.has_solution:
+            res.bound, res.status = 0.0, "feasible"
+            res.stopped_by = "cancel" if kw["hooks"].cancelled else "time limit"
+        return res
+    monkeypatch.setattr(max_load, "solve_milp", until_stopped)
+
+
+@pytest.mark.skipif(not exact_pricing_built(), reason="the compiled pricing DP is not built")
+@pytest.mark.parametrize("seed", [3, 5])
+def test_the_set_bound_beside_the_integer_program_settles_the_gap_and_stops_it(monkeypatch, seed):
+    """Beside the integer program (its own process), the set bound's proven bound reaches the progress,
+    stops the integer program once it settles the gap (not a cancel: the run is not "cancelled") and is the
+    run's bound, never above brute force."""
+    given: list = []
+    _milp_runs_until_stopped(monkeypatch, given)
+    inst = chatty_instance(seed)
+    best = brute_force(inst, "max_load")
+    seen = []
+    t0 = time.perf_counter()
+    p = run_solver("ilp-noncontig", inst.graph, inst.cluster, progress=seen.append,
+                   options={"backend": "highs", "threads": 1, "time_limit": 60, "gap": 0.02, "set_bound_comm": 0.0,
+                            "lns": 0.0})
+    assert time.perf_counter() - t0 < 30, "the set bound did not stop the integer program"
+    assert p.status == "feasible" and p.claimed_value == pytest.approx(best, rel=1e-6)
+    assert p.claimed_value / p.lower_bound - 1 <= 0.02 + 1e-9 and p.lower_bound <= best * (1 + 1e-9)
+    assert "in a process beside the integer program" in p.message
+    assert "set-partitioning bound settled the gap" in p.message and p.bound_set == "any"
+    proven = [ev.bound for ev in seen if "nothing fits within" in ev.message]
+    assert proven and max(proven) == pytest.approx(p.lower_bound, rel=1e-9)
+    assert all(ev.data["bound"] >= proven[0] for ev in seen[seen.index(next(
+        ev for ev in seen if "nothing fits within" in ev.message)):] if ev.data and "bound" in ev.data)
+
+
+@pytest.mark.skipif(not exact_pricing_built(), reason="the compiled pricing DP is not built")
+def test_a_cancel_during_the_set_bound_beside_ends_the_run_as_cancelled(monkeypatch):
+    import threading
+    given: list = []
+    stop = threading.Event()
+    _milp_runs_until_stopped(monkeypatch, given, on_start=stop.set)     # the user presses Stop as it starts
+    inst = chatty_instance(3)
+    p = run_solver("ilp-noncontig", inst.graph, inst.cluster, cancel=stop,
+                   options={"backend": "highs", "threads": 1, "time_limit": 60, "gap": 0.0, "set_bound_comm": 0.0,
+                            "lns": 0.0})
+    assert given and p.status == "cancelled" and p.claimed_value is not None and "cancelled" in p.message
+
+
+@pytest.mark.skipif(not exact_pricing_built(), reason="the compiled pricing DP is not built")
+def test_long_runs_run_the_set_bound_by_default(monkeypatch):
+    """With ``set_bound`` and ``lns`` left at their defaults (none): a run of 60 s or more runs the set bound
+    beside the integer program, which keeps all but the subset search's 0.3 of the time; without a second
+    process (``set_bound_beside=false``) a 300 s run keeps 0.55 for the set bound after it and 0.15 for the
+    subset search, a 240 s run none; a 10 s run has no set bound (the integer program's time limit shows
+    what it was given)."""
+    from viz_place.solvers.milp import max_load, set_bound_worker
+    given: list = []
+    _milp_runs_until_stopped(monkeypatch, given)
+    monkeypatch.setattr(max_load, "run_lns", lambda *a, **kw: None)
+    inst = chatty_instance(3)
+    opts = {"backend": "highs", "threads": 1, "set_bound_comm": 0.0, "gap": 0.02}
+    if set_bound_worker.second_core():
+        p = run_solver("ilp-noncontig", inst.graph, inst.cluster, options={**opts, "time_limit": 60})
+        assert 60 * 0.7 - 10 < given[-1] <= 60 * 0.7 and "beside the integer program" in p.message
+    for seconds, kept in ((300, 1 - 0.55 - 0.15), (240, 1 - 0.3)):
+        p = run_solver("ilp-noncontig", inst.graph, inst.cluster,
+                       options={**opts, "time_limit": seconds, "set_bound_beside": False})
+        assert kept * seconds - 10 < given[-1] <= kept * seconds, (seconds, given)
+    p = run_solver("ilp-noncontig", inst.graph, inst.cluster, options={**opts, "time_limit": 10})
+    assert 10 * 0.7 - 3 < given[-1] <= 10 * 0.7 and "set-partitioning" not in p.message
+
+
+@pytest.mark.skipif(not exact_pricing_built(), reason="the compiled pricing DP is not built")
+@pytest.mark.parametrize("gap", [0.0, 0.03])
+def test_the_worker_never_proves_more_than_brute_force_and_aims_below_better_values(gap):
+    """The set bound's process, started from a local-search placement and handed the brute-force optimum's
+    value as it runs: it ends by itself (the gap settled, or its relaxation fits), and its bound is proven:
+    never above the optimum, never below the floor; with a gap it settles it when it ends that way."""
+    from viz_place.solvers.milp.set_bound_worker import SetBoundWorker
+    for seed in range(6):
+        inst = chatty_instance(seed)
+        prob = compile_problem(inst.graph, inst.cluster)
+        allowed = allowed_devices(prob, inst.pins)
+        floor = simple_lower_bound(inst.graph, inst.cluster)[0]
+        dev = prob.to_index_array(run_solver("local-search", inst.graph, inst.cluster, options={"seed": 0}))
+        best = brute_force(inst, "max_load")
+        w = SetBoundWorker(prob, allowed, floor=floor, value=evaluate_indices(prob, dev).max_load, gap=gap,
+                           starts=[dev], seconds=20)
+        try:
+            w.offer(best)
+            assert w.wait(25), (seed, w.messages)
+        finally:
+            w.stop()
+        assert floor - 1e-9 <= w.bound <= best * (1 + 1e-9), (seed, floor, w.bound, best)
+        if "settles the gap" in w.messages[-1][1]:
+            assert best / w.bound - 1 <= gap + 3e-6, (seed, w.bound, best)   # (its last step: 2e-6)

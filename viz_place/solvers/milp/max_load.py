@@ -41,9 +41,10 @@ Placement of DNN Graph Operators*), generalised to device classes and pins:
   incumbent closes the gap as surely as a better bound; and (``lns``, a share of
   the time) when the integer program stops short of the gap, the groups of three
   devices at a time are re-solved exactly with the others fixed (:mod:`.neighbourhoods`);
-* optionally (``set_bound``, a share of the time, last) the set-partitioning bound by column
-  generation with exact pricing (:mod:`.set_bound`), aimed at the best placement's value / (1 + gap):
-  a refuted threshold becomes the run's bound — communication, which the LP relaxation hardly sees;
+* on long runs (``set_bound``, a share of the time, last; by default 0.55 of limits of 240 s or more)
+  the set-partitioning bound by column generation with exact pricing (:mod:`.set_bound`), aimed at the
+  best placement's value / (1 + gap): a refuted threshold becomes the run's bound — communication,
+  which the LP relaxation hardly sees;
 * optionally (``bound_phase``) a first MILP with only the largest groups
   integral — a relaxation, so its bound lifts the floor; off by default (it
   added nothing measurable on the published graphs).
@@ -79,13 +80,14 @@ from ..base import Hooks, Stopwatch
 from ..contract import Problem, SolverResult
 from ..groups import allowed_devices, device_cycle, nonconvex_devices, pipeline_order, set_text
 from .backends import OPTIMALITY_TOL, solve_milp
-from .neighbourhoods import lns_applies, run_lns
+from .neighbourhoods import lns_share, run_lns
 from .options import (OBJECTIVES, SET_ANY, SET_CONVEX, SET_PIPELINE, IlpNoncontigOptions,  # noqa: F401 (re-exported)
                       IlpOptions, model_set)
 from .pipeline import add_pipeline_constraints, pipeline_start_values
 from .polish import Polisher, polishable
 from .result import FROM_INCUMBENT, devices_from_solution, memory_diagnosis, milp_result
-from .set_bound import raise_bound_by_set_partition, wants_set_bound
+from .set_bound import raise_bound_by_set_partition, set_bound_mode, set_bound_share, wants_set_bound
+from .set_bound_worker import finish_beside, start_beside
 from .symmetry import add_symmetry_breaking, canonical, interchangeable_sets
 from .warm_start import best_warm_start, better_elsewhere_note, warm_start_note
 
@@ -430,9 +432,28 @@ def solve(problem: Problem, opts: IlpOptions, hooks: Hooks) -> SolverResult:
                                             deadline=min(watch.start + (1 - MAIN_SHARE) * opts.time_limit,
                                                          _now() + opts.bound_phase * opts.time_limit),
                                             incumbent=problem.value(warm[0]) if warm is not None else None))
-    # the set-partitioning bound runs last, aimed at the best placement found (its time is kept for it)
-    sb_time = opts.set_bound * opts.time_limit \
-        if not proven and warm is not None and wants_set_bound(problem, opts, warm[0]) else 0.0
+    # the set-partitioning bound: beside the integer program (a process of its own), or last, aimed at the best
+    # placement found (its time is kept for it)
+    sb_mode = set_bound_mode(opts) if not proven and warm is not None and wants_set_bound(problem, opts, warm[0]) \
+        else "off"
+    sb_time = set_bound_share(opts) * opts.time_limit if sb_mode == "after" else 0.0
+    worker, outer = None, hooks
+    if sb_mode == "beside":
+        worker, hooks = start_beside(problem, allowed, opts, hooks, floor=floor, warm=warm[0],
+                                     deadline=watch.start + opts.time_limit)
+    try:
+        return _search(problem, opts, outer, hooks, worker, watch, allowed, sym_sets, order, kind, solver, warm,
+                       floor, sb_time, polisher, outside_model, rejected, failures)
+    finally:
+        if worker is not None:
+            worker.stop()
+
+
+def _search(problem, opts, outer, hooks, worker, watch, allowed, sym_sets, order, kind, solver, warm, floor,
+            sb_time, polisher, outside_model, rejected, failures) -> SolverResult:
+    """The integer program, the subset search and the set bound after the warm start (``hooks``: the phases'
+    hooks, ``outer`` the run's; ``worker``: the set bound beside them, or ``None``)."""
+    prob = problem.compiled
     hooks.report(0.0, "building the integer program", force=True)
     try:
         lp, x, y = build_model(prob, allowed, opts, sym_sets, order, floor=floor,
@@ -441,10 +462,10 @@ def solve(problem: Problem, opts: IlpOptions, hooks: Hooks) -> SolverResult:
         if warm is None:
             raise SolverError(f"{solver}: no solution in time: the time limit of {opts.time_limit:g} s ran out "
                               "while building the integer program; raise the time limit") from None
-        stop = "cancelled" if hooks.cancelled else "time limit reached"
+        stop = "cancelled" if outer.cancelled else "time limit reached"
         result, _ = milp_result(problem, solver=solver, res=None, ilp_dev=None, warm=warm, bound_set=None,
                                 extra_ok=outside_model, scope=set_text(kind),
-                                status_override="cancelled" if hooks.cancelled else None,
+                                status_override="cancelled" if outer.cancelled else None,
                                 model_note=f"{stop} while building the integer program")
         return result
     start_values = None
@@ -452,7 +473,9 @@ def solve(problem: Problem, opts: IlpOptions, hooks: Hooks) -> SolverResult:
         start_values = {x[g, d].name: float(int(warm[0][prob.groups[g][0]]) == d) for (g, d) in x}
         if y:
             start_values.update(pipeline_start_values(prob, warm[0], y, order))
-    lns_time = opts.lns * opts.time_limit if lns_applies(opts) else 0.0
+    lns_time = lns_share(opts, set_bound_runs=sb_time > 0) * opts.time_limit
+    if polisher is not None:
+        polisher.hooks = hooks
     remaining = max(0.1, opts.time_limit - watch.elapsed - lns_time - sb_time)
     improve = None
     if polisher is not None:
@@ -467,13 +490,17 @@ def solve(problem: Problem, opts: IlpOptions, hooks: Hooks) -> SolverResult:
         # the best placement so far, unless the integer program's bound already proves it within the gap
         start = min((d for d in (ilp_dev, warm[0] if warm else None) if d is not None and problem.evaluate(d).feasible),
                     key=problem.value, default=None)
-        gap = gap_of(problem.value(start), res.bound) if start is not None else None
+        bound = max(res.bound, worker.bound) if worker is not None and res.bound is not None else res.bound
+        gap = gap_of(problem.value(start), bound) if start is not None else None
         short = start is not None and (gap is None or gap > max(opts.gap, OPTIMALITY_TOL))
-        got = run_lns(problem, allowed, sym_sets, opts, hooks, start=start, bound=res.bound,
+        got = run_lns(problem, allowed, sym_sets, opts, hooks, start=start, bound=bound,
                       deadline=watch.start + opts.time_limit - sb_time) if short else None
         if got is not None:
             warm = (got[0], f"{FROM_INCUMBENT}, improved by re-solving device subsets")
-    set_note = ""
+    best = [d for d in (ilp_dev, warm[0] if warm else None) if d is not None and problem.evaluate(d).feasible]
+    set_note = finish_beside(worker, res, outer, min(map(problem.value, best)) if best else None,
+                             gap=max(opts.gap, OPTIMALITY_TOL), deadline=watch.start + opts.time_limit)
+    hooks = outer
     if sb_time and not hooks.cancelled and res.status != "infeasible":
         set_note = raise_bound_by_set_partition(problem, allowed, opts, hooks, res, ilp_dev, warm,
                                                 floor=floor, deadline=watch.start + opts.time_limit)

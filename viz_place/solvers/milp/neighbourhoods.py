@@ -43,7 +43,7 @@ from ...cost.bounds import gap as gap_of
 from ...cost.compiled import CompiledProblem
 from ..base import Hooks
 from .backends import resolve_backend, solve_milp
-from .options import IlpNoncontigOptions
+from .options import LNS_AUTO_SHARE, LNS_AUTO_SHARE_WITH_SET_BOUND, IlpNoncontigOptions
 from .result import devices_from_solution
 
 #: Relative improvement below which a re-solved placement does not count (float noise).
@@ -178,7 +178,24 @@ def improve_by_subsets(prob: CompiledProblem, allowed: Sequence[Sequence[int]], 
 def lns_applies(opts) -> bool:
     """Whether ``ilp-noncontig`` re-solves device subsets after its integer program: a share of time
     for it, any placement (no contiguity), plain max-load without overlap."""
-    return opts.lns > 0 and not opts.contiguous and opts.objective == "max_load" and not opts.overlap
+    return (opts.lns is None or opts.lns > 0) and not opts.contiguous and opts.objective == "max_load" \
+        and not opts.overlap
+
+
+def lns_share(opts, *, set_bound_runs: bool) -> float:
+    """The share of the time limit kept for :func:`run_lns`: ``opts.lns``, or when left at none
+    ``LNS_AUTO_SHARE`` (``LNS_AUTO_SHARE_WITH_SET_BOUND`` when the set-partitioning bound runs after it).
+
+    >>> lns_share(IlpNoncontigOptions(), set_bound_runs=False), lns_share(IlpNoncontigOptions(), set_bound_runs=True)
+    (0.3, 0.15)
+    >>> lns_share(IlpNoncontigOptions(lns=0.2), set_bound_runs=True)
+    0.2
+    """
+    if not lns_applies(opts):
+        return 0.0
+    if opts.lns is not None:
+        return opts.lns
+    return LNS_AUTO_SHARE_WITH_SET_BOUND if set_bound_runs else LNS_AUTO_SHARE
 
 
 def run_lns(problem, allowed, sym_sets, opts, hooks, *, start: np.ndarray, bound: float | None,

@@ -18,6 +18,15 @@ OBJECTIVES = tuple(o for o in ALL_OBJECTIVES if o != "latency")
 SET_PIPELINE, SET_CONVEX, SET_ANY = "pipeline", "convex", "any"
 
 
+#: ``set_bound`` left at none: in a process beside the integer program for time limits of at least
+#: SET_BOUND_BESIDE_MIN_S seconds (with a second core); else after it, in SET_BOUND_AUTO_SHARE of time limits
+#: of at least SET_BOUND_AUTO_MIN_S seconds (below, it rarely gets far enough to settle a gap, and its time
+#: would come out of the integer program's; see the README's "Proofs for non-contiguous max-load").
+SET_BOUND_BESIDE_MIN_S, SET_BOUND_AUTO_SHARE, SET_BOUND_AUTO_MIN_S = 60.0, 0.55, 300.0
+#: ``lns`` left at none: its share, and its share when the set-partitioning bound runs.
+LNS_AUTO_SHARE, LNS_AUTO_SHARE_WITH_SET_BOUND = 0.3, 0.15
+
+
 @dataclass(frozen=True)
 class IlpOptions(MilpOptions):
     """Options of ``ilp`` (contiguous by default) and ``ilp-noncontig``.
@@ -46,16 +55,22 @@ class IlpOptions(MilpOptions):
         "help": "share of the time limit for polishing placements with moves, swaps and kicks (the warm start, "
                 "then each new incumbent of HiGHS, which continues from the polished one); ilp-noncontig, "
                 "objective max_load without overlap; 0 = off", "min": 0.0, "max": 0.5})
-    lns: float = field(default=0.3, metadata={
+    lns: float | None = field(default=None, metadata={
         "help": "share of the time limit kept for re-solving the groups of three devices at a time exactly, the "
                 "others fixed (large-neighbourhood search), after the integer program when it has not reached "
-                "the gap; ilp-noncontig, objective max_load without overlap; 0 = off", "min": 0.0, "max": 0.8})
-    set_bound: float = field(default=0.0, metadata={
-        "help": "share of the time limit kept for the set-partitioning bound (column generation with exact "
-                "pricing: each device's set with its exact communication), run last and aimed at the best "
-                "placement found, when communication matters (see set_bound_comm); ilp-noncontig, objective "
-                "max_load without overlap; 0 = off",
+                "the gap; ilp-noncontig, objective max_load without overlap; 0 = off; none (the default) = "
+                "0.3, or 0.15 when the set-partitioning bound runs", "min": 0.0, "max": 0.8})
+    set_bound: float | None = field(default=None, metadata={
+        "help": "the set-partitioning bound (column generation with exact pricing: each device's set with its "
+                "exact communication), when communication matters (see set_bound_comm); ilp-noncontig, "
+                "objective max_load without overlap. With set_bound_beside and a second core it runs in a "
+                "process of its own for the whole run; else this share of the time limit is kept for it, "
+                "after the integer program. 0 = off; none (the default) = beside for time limits of 60 s or "
+                "more, else 0.55 of time limits of 300 s or more (when the compiled pricing is built)",
         "min": 0.0, "max": 0.8})
+    set_bound_beside: bool = field(default=True, metadata={
+        "help": "run the set-partitioning bound in a process of its own beside the integer program (on a "
+                "second core), rather than after it in its share of the time"})
     set_bound_comm: float = field(default=0.01, metadata={
         "help": "run the set-partitioning bound only when some device of the warm start pays at least this "
                 "share of its max-load in communication (below it, a communication bound cannot close much)",

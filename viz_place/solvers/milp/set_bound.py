@@ -34,12 +34,13 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ...cost.compiled import CompiledProblem
-from .set_pricing import DeviceType, ExactPricer, LocalPricer, Pricer, Sources, device_types, set_load
+from .options import SET_BOUND_AUTO_MIN_S, SET_BOUND_AUTO_SHARE, SET_BOUND_BESIDE_MIN_S
+from .set_pricing import DeviceType, ExactPricer, LocalPricer, Pricer, Sources, device_types, exact_pricing_built, set_load
 
 __all__ = ["DeviceType", "ExactPricer", "LocalPricer", "MasterFailed", "Pricer", "Refutation", "SetBound", "Sources",
            "device_types", "placement_columns", "raise_bound_by_set_partition", "refute", "run_set_bound", "set_load",
-           "set_partition_bound",
-           "wants_set_bound"]
+           "set_bound_mode",
+           "set_bound_share", "set_partition_bound", "wants_set_bound"]
 
 #: A refutation counts only when its certificate is above this (the prices are a fraction of 1 each).
 CERTIFICATE_MARGIN = 1e-6
@@ -271,12 +272,51 @@ def set_partition_bound(prob: CompiledProblem, allowed: Sequence[Sequence[int]],
     return SetBound(bound=lo, probes=probes)
 
 
+def set_bound_mode(opts) -> str:
+    """How ``ilp-noncontig`` runs the set-partitioning bound: ``"beside"`` (a process of its own beside the
+    integer program: ``set_bound_beside``, a second core and the compiled pricing), ``"after"`` (in
+    :func:`set_bound_share` of the time, after it) or ``"off"``; ``set_bound`` left at none means beside
+    for time limits of at least ``SET_BOUND_BESIDE_MIN_S`` seconds, else after it for at least
+    ``SET_BOUND_AUTO_MIN_S`` (see :data:`~.options.SET_BOUND_AUTO_SHARE`).
+
+    >>> from .options import IlpNoncontigOptions
+    >>> set_bound_mode(IlpNoncontigOptions(time_limit=10)), set_bound_mode(IlpNoncontigOptions(set_bound=0))
+    ('off', 'off')
+    >>> set_bound_mode(IlpNoncontigOptions(set_bound=0.3, set_bound_beside=False))
+    'after'
+    """
+    from .set_bound_worker import second_core
+    if opts.set_bound == 0:
+        return "off"
+    beside = opts.set_bound_beside and exact_pricing_built() and second_core()
+    if opts.set_bound is not None:
+        return "beside" if beside else "after"
+    if beside and opts.time_limit >= SET_BOUND_BESIDE_MIN_S:
+        return "beside"
+    return "after" if opts.time_limit >= SET_BOUND_AUTO_MIN_S and exact_pricing_built() else "off"
+
+
+def set_bound_share(opts) -> float:
+    """The share of the time limit kept for the set-partitioning bound after the integer program:
+    ``opts.set_bound``, or when left at none ``SET_BOUND_AUTO_SHARE``; 0 unless :func:`set_bound_mode` is
+    ``"after"``.
+
+    >>> from .options import IlpNoncontigOptions
+    >>> set_bound_share(IlpNoncontigOptions(time_limit=10)), set_bound_share(IlpNoncontigOptions(set_bound=0.3,
+    ...                                                                         set_bound_beside=False))
+    (0.0, 0.3)
+    """
+    if set_bound_mode(opts) != "after":
+        return 0.0
+    return SET_BOUND_AUTO_SHARE if opts.set_bound is None else opts.set_bound
+
+
 def wants_set_bound(problem, opts, warm_dev) -> bool:
     """Whether ``ilp-noncontig`` runs the set bound: non-contiguous max-load without overlap, a share of the
     time for it, and some device of the warm start paying at least ``opts.set_bound_comm`` of its max-load in
     communication."""
     from .backends import highs_available
-    if opts.contiguous or opts.objective != "max_load" or opts.overlap or opts.set_bound <= 0 or \
+    if opts.contiguous or opts.objective != "max_load" or opts.overlap or set_bound_mode(opts) == "off" or \
             opts.backend == "cbc" or not highs_available():
         return False
     ev = problem.evaluate(warm_dev)

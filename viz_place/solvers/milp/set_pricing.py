@@ -41,6 +41,12 @@ try:   # the compiled label DP of ExactPricer (optional: without it the MILP pri
 except ImportError:
     _pricing = None
 
+
+def exact_pricing_built() -> bool:
+    """Whether the compiled label DP of :class:`ExactPricer` is built (else the pricing MILP prices)."""
+    return _pricing is not None
+
+
 @dataclass(frozen=True)
 class DeviceType:
     """Interchangeable devices: the same allowed groups, compute, memory and communication."""
