@@ -52,7 +52,7 @@ from ..contract import Problem, SolverResult
 from ..groups import allowed_devices, nonconvex_devices
 from .backends import MilpOptions, solve_milp
 from .result import devices_from_solution, memory_diagnosis, milp_result
-from .max_load import add_assignment
+from .assignment import add_assignment
 from .symmetry import add_symmetry_breaking, canonical, interchangeable_sets
 from .warm_start import best_warm_start, better_elsewhere_note, warm_start_note
 

@@ -4,7 +4,7 @@ A device's load depends on its own set of nodes alone (its compute plus the
 communication across that set's boundary), so moving groups among a subset
 ``S`` of the devices changes no other device's load. Re-optimising such a
 move is a small integer program: the ``ilp-noncontig`` model
-(:func:`~viz_place.solvers.milp.max_load.build_model`) in which every group
+(:func:`~viz_place.solvers.milp.assignment.build_model`) in which every group
 not on ``S`` has one allowed device (its own) and only the devices of ``S``
 carry load rows, so its objective is the max-load over ``S``.
 :func:`improve_by_subsets` walks the subsets that hold the bottleneck device
@@ -42,6 +42,7 @@ from ...cost import evaluate_indices
 from ...cost.bounds import gap as gap_of
 from ...cost.compiled import CompiledProblem
 from ..base import Hooks
+from .assignment import build_model
 from .backends import resolve_backend, solve_milp
 from .options import LNS_AUTO_SHARE, LNS_AUTO_SHARE_WITH_SET_BOUND, IlpNoncontigOptions
 from .result import devices_from_solution
@@ -105,7 +106,6 @@ def resolve_subset(prob: CompiledProblem, allowed, dev, subset, *, time_limit: f
     most ``time_limit`` seconds, starting from ``dev``; returns ``(placement or None, MilpResult,
     free groups)``. The sub-MILP's objective is the max-load over ``subset`` only, so its bound is
     no bound on the whole problem and is never reported as one."""
-    from .max_load import build_model               # max_load imports this module
     al = subset_allowed(prob, allowed, dev, subset)
     free = sum(1 for a in al if len(a) > 1)
     lp, x, _ = build_model(prob, al, opts, [], None, load_devices=subset)
