@@ -114,7 +114,8 @@ class SetBoundWorker:
     def __init__(self, prob, allowed: Sequence[Sequence[int]], *, floor: float, value: float, gap: float,
                  starts: Sequence[np.ndarray], seconds: float) -> None:
         ctx = multiprocessing.get_context("spawn")
-        self.bound, self.gap, self.value = float(floor), float(gap), float(value)
+        self.floor = self.bound = float(floor)
+        self.gap, self.value = float(gap), float(value)
         self.messages: list[tuple[float, str]] = []
         self.finished = self._stopped = False
         self._best = ctx.Value("d", float(value), lock=False)
@@ -198,7 +199,7 @@ class BesideHooks(Hooks):
         w = self.worker
         w.offer(kw.get("incumbent"))
         self._collect()
-        if kw.get("bound") is None or kw["bound"] < w.bound:      # the best bound proven, whoever proved it
+        if w.bound > w.floor and (kw.get("bound") is None or kw["bound"] < w.bound):   # the best bound proven
             kw["bound"] = w.bound
             if "data" in kw:
                 kw["data"] = progress_data(kw["data"].get("seconds", self.elapsed), kw.get("incumbent"), w.bound)
