@@ -358,3 +358,24 @@ def test_the_worker_never_proves_more_than_brute_force_and_aims_below_better_val
         assert floor - 1e-9 <= w.bound <= best * (1 + 1e-9), (seed, floor, w.bound, best)
         if "settles the gap" in w.messages[-1][1]:
             assert best / w.bound - 1 <= gap + 3e-6, (seed, w.bound, best)   # (its last step: 2e-6)
+
+
+@pytest.mark.skipif(not exact_pricing_built(), reason="the compiled pricing DP is not built")
+def test_a_worker_that_dies_is_not_waited_for():
+    """A set bound process killed from outside (out of memory, a signal) counts as finished: the run does not
+    wait for it, and its bound stays what it had proven."""
+    import os
+    import signal
+    from viz_place.solvers.milp.set_bound_worker import SetBoundWorker
+    inst = chatty_instance(3)
+    prob = compile_problem(inst.graph, inst.cluster)
+    dev = prob.to_index_array(run_solver("local-search", inst.graph, inst.cluster, options={"seed": 0}))
+    floor = simple_lower_bound(inst.graph, inst.cluster)[0]
+    w = SetBoundWorker(prob, allowed_devices(prob, inst.pins), floor=floor, value=evaluate_indices(prob, dev).max_load,
+                       gap=0.0, starts=[dev], seconds=60)
+    try:
+        os.kill(w._proc.pid, signal.SIGKILL)
+        assert w.wait(10) and "its process ended (exit code -9)" in w.messages[-1][1]
+        assert w.bound >= floor
+    finally:
+        w.stop()

@@ -142,6 +142,9 @@ class SetBoundWorker:
             self.finished = self.finished or kind == "done"
             self.bound = max(self.bound, float(bound))
             got.append((float(bound), message))
+        if not got and not self.finished and not self._stopped and not self._proc.is_alive():
+            self.finished = True              # it died without a word (killed, out of memory): nothing to wait for
+            got.append((self.bound, f"set-partitioning bound: its process ended (exit code {self._proc.exitcode})"))
         self.messages += got
         return got
 
