@@ -50,7 +50,7 @@ def main(argv=None) -> int:
                          "the MILP with the label DP for the certificate attempts only (exact-attempts)")
     ap.add_argument("--ladder", action="store_true",
                     help="carry the columns from each threshold to the next (as the set bound beside the integer "
-                         "program does) and print the cumulative seconds")
+                         "program keeps them when it retargets) and print the cumulative seconds")
     args = ap.parse_args(argv)
     fam, n, seed, *rest = args.graph.split(":")
     g = make_graph(fam, int(n), int(seed), training=bool(rest and rest[0] == "training"))

@@ -222,7 +222,8 @@ def test_ilp_noncontig_with_the_set_bound_proves_the_brute_force_optimum(monkeyp
         floor = simple_lower_bound(inst.graph, inst.cluster)[0]
         seen = []
         p = run_solver("ilp-noncontig", inst.graph, inst.cluster, progress=lambda ev: seen.append(ev.message),
-                       options={"backend": "highs", "time_limit": 20, "set_bound": 0.5, "set_bound_beside": False, "set_bound_comm": 0.0,
+                       options={"backend": "highs", "time_limit": 20, "set_bound": 0.5,
+                                "set_bound_beside": False, "set_bound_comm": 0.0,
                                 "lns": 0.0})
         assert p.claimed_value == pytest.approx(best, rel=1e-6)
         assert floor * (1 + 1e-3) < p.lower_bound <= best * (1 + 1e-9), (seed, floor, p.lower_bound, best)
@@ -240,11 +241,13 @@ def test_a_failed_master_lp_skips_the_set_bound_and_the_integer_program_still_pr
     best = brute_force(inst, "max_load")
     seen = []
     p = run_solver("ilp-noncontig", inst.graph, inst.cluster, progress=lambda ev: seen.append(ev.message),
-                   options={"backend": "highs", "time_limit": 20, "set_bound": 0.5, "set_bound_beside": False, "set_bound_comm": 0.0})
+                   options={"backend": "highs", "time_limit": 20, "set_bound": 0.5,
+                            "set_bound_beside": False, "set_bound_comm": 0.0})
     assert p.status == "optimal" and p.claimed_value == pytest.approx(best, rel=1e-6)   # proven without it
     _milp_stops_short(monkeypatch)
     p = run_solver("ilp-noncontig", inst.graph, inst.cluster, progress=lambda ev: seen.append(ev.message),
-                   options={"backend": "highs", "time_limit": 20, "set_bound": 0.5, "set_bound_beside": False, "set_bound_comm": 0.0,
+                   options={"backend": "highs", "time_limit": 20, "set_bound": 0.5,
+                                "set_bound_beside": False, "set_bound_comm": 0.0,
                             "lns": 0.0})
     assert p.status == "feasible" and p.claimed_value == pytest.approx(best, rel=1e-6)   # the placement is kept
     assert any("set-partitioning bound skipped: its master LP ended 'Numerical error'" in m for m in seen)
@@ -252,8 +255,8 @@ def test_a_failed_master_lp_skips_the_set_bound_and_the_integer_program_still_pr
 
 def _milp_runs_until_stopped(monkeypatch, given: list, on_start=lambda: None):
     """The integer program ends as if it ran until stopped (its bound only the floor's): beside the set bound,
-    by the hooks (the set bound settling the gap, or a cancel) or after 30 s; else at once; ``given`` records each time limit it got,
-    ``on_start`` is called as it starts."""
+    by the hooks (the set bound settling the gap, or a cancel) or after 30 s; else at once; ``given`` records
+    each time limit it got, ``on_start`` is called as it starts."""
     from viz_place.solvers.milp import max_load
     real = max_load.solve_milp
 

@@ -308,7 +308,9 @@ def _search(problem, opts, outer, hooks, worker, watch, allowed, sym_sets, order
         # the best placement so far, unless the integer program's bound already proves it within the gap
         start = min((d for d in (ilp_dev, warm[0] if warm else None) if d is not None and problem.evaluate(d).feasible),
                     key=problem.value, default=None)
-        bound = max(res.bound, worker.bound) if worker is not None and res.bound is not None else res.bound
+        bound = res.bound
+        if worker is not None and worker.bound > worker.floor:     # what the set bound beside has proven
+            bound = worker.bound if bound is None else max(bound, worker.bound)
         gap = gap_of(problem.value(start), bound) if start is not None else None
         short = start is not None and (gap is None or gap > max(opts.gap, OPTIMALITY_TOL))
         got = run_lns(problem, allowed, sym_sets, opts, hooks, start=start, bound=bound,

@@ -35,12 +35,12 @@ import numpy as np
 
 from ...cost.compiled import CompiledProblem
 from .options import SET_BOUND_AUTO_MIN_S, SET_BOUND_AUTO_SHARE, SET_BOUND_BESIDE_MIN_S
-from .set_pricing import DeviceType, ExactPricer, LocalPricer, Pricer, Sources, device_types, exact_pricing_built, set_load
+from .set_pricing import (DeviceType, ExactPricer, LocalPricer, Pricer, Sources, device_types, exact_pricing_built,
+                          set_load)
 
 __all__ = ["DeviceType", "ExactPricer", "LocalPricer", "MasterFailed", "Pricer", "Refutation", "SetBound", "Sources",
            "device_types", "placement_columns", "raise_bound_by_set_partition", "refute", "run_set_bound", "set_load",
-           "set_bound_mode",
-           "set_bound_share", "set_partition_bound", "wants_set_bound"]
+           "set_bound_mode", "set_bound_share", "set_partition_bound", "wants_set_bound"]
 
 #: A refutation counts only when its certificate is above this (the prices are a fraction of 1 each).
 CERTIFICATE_MARGIN = 1e-6
@@ -312,9 +312,9 @@ def set_bound_share(opts) -> float:
 
 
 def wants_set_bound(problem, opts, warm_dev) -> bool:
-    """Whether ``ilp-noncontig`` runs the set bound: non-contiguous max-load without overlap, a share of the
-    time for it, and some device of the warm start paying at least ``opts.set_bound_comm`` of its max-load in
-    communication."""
+    """Whether ``ilp-noncontig`` runs the set bound: non-contiguous max-load without overlap, HiGHS, the set
+    bound not off (:func:`set_bound_mode`), and some device of the warm start paying at least
+    ``opts.set_bound_comm`` of its max-load in communication."""
     from .backends import highs_available
     if opts.contiguous or opts.objective != "max_load" or opts.overlap or set_bound_mode(opts) == "off" or \
             opts.backend == "cbc" or not highs_available():
