@@ -306,8 +306,7 @@ def _search(problem, opts, outer, hooks, worker, watch, allowed, sym_sets, order
         warm = (polisher.best[0], f"{FROM_INCUMBENT}, polished")
     if lns_time and not hooks.cancelled and res.status != "infeasible":
         # the best placement so far, unless the integer program's bound already proves it within the gap
-        start = min((d for d in (ilp_dev, warm[0] if warm else None) if d is not None and problem.evaluate(d).feasible),
-                    key=problem.value, default=None)
+        start = _best_valid(problem, ilp_dev, warm)
         bound = res.bound
         if worker is not None and worker.bound > worker.floor:     # what the set bound beside has proven
             bound = worker.bound if bound is None else max(bound, worker.bound)
@@ -317,12 +316,12 @@ def _search(problem, opts, outer, hooks, worker, watch, allowed, sym_sets, order
                       deadline=watch.start + opts.time_limit - sb_time) if short else None
         if got is not None:
             warm = (got[0], f"{FROM_INCUMBENT}, improved by re-solving device subsets")
-    best = [d for d in (ilp_dev, warm[0] if warm else None) if d is not None and problem.evaluate(d).feasible]
-    set_note = finish_beside(worker, res, outer, min(map(problem.value, best)) if best else None,
+    best = _best_valid(problem, ilp_dev, warm)
+    set_note = finish_beside(worker, res, outer, problem.value(best) if best is not None else None,
                              gap=max(opts.gap, OPTIMALITY_TOL), deadline=watch.start + opts.time_limit)
     hooks = outer
     if sb_time and not hooks.cancelled and res.status != "infeasible":
-        set_note = raise_bound_by_set_partition(problem, allowed, opts, hooks, res, ilp_dev, warm,
+        set_note = raise_bound_by_set_partition(problem, allowed, opts, hooks, res, best,
                                                 floor=floor, deadline=watch.start + opts.time_limit)
     if res.status == "infeasible" and warm is None:
         extra = f" {set_text(kind)}" if kind != SET_ANY else ""
@@ -340,3 +339,10 @@ def _search(problem, opts, outer, hooks, worker, watch, allowed, sym_sets, order
         notes.append(better_elsewhere_note(value, rejected, "solver ilp-noncontig allows such placements"))
     result.message = "; ".join(filter(None, [result.message, *notes]))
     return result
+
+
+def _best_valid(problem: Problem, ilp_dev, warm):
+    """The better of the integer program's placement and ``warm``'s (the best so far) among the valid ones;
+    ``None`` when neither is valid."""
+    return min((d for d in (ilp_dev, warm[0] if warm else None) if d is not None and problem.evaluate(d).feasible),
+               key=problem.value, default=None)

@@ -39,7 +39,7 @@ from .set_pricing import (DeviceType, ExactPricer, LocalPricer, Pricer, Sources,
                           set_load)
 
 __all__ = ["DeviceType", "ExactPricer", "LocalPricer", "MasterFailed", "Pricer", "Refutation", "SetBound", "Sources",
-           "device_types", "placement_columns", "raise_bound_by_set_partition", "refute", "run_set_bound", "set_load",
+           "column_generation_start", "device_types", "placement_columns", "raise_bound_by_set_partition", "refute", "run_set_bound", "set_load",
            "set_bound_mode", "set_bound_share", "set_partition_bound", "wants_set_bound"]
 
 #: A refutation counts only when its certificate is above this (the prices are a fraction of 1 each).
@@ -226,6 +226,17 @@ def placement_columns(prob: CompiledProblem, types: list[DeviceType], dev: Seque
     return [(of_type[d], gdev == d) for d in range(prob.num_devices) if (gdev == d).any()]
 
 
+def column_generation_start(prob: CompiledProblem, allowed: Sequence[Sequence[int]],
+                            starts: Sequence[Sequence[int]] = (), threads: int = 1):
+    """What column generation starts from: the device types, the data sources, one :class:`ExactPricer`
+    per type (each builds its MILP fallback when needed) and the columns of the ``starts`` placements."""
+    types = device_types(prob, allowed)
+    sources = Sources.of(prob)
+    exact = [ExactPricer(t, sources, threads) for t in types]
+    pool: list[tuple[int, np.ndarray]] = [c for dev in starts for c in placement_columns(prob, types, np.asarray(dev))]
+    return types, sources, exact, pool
+
+
 def set_partition_bound(prob: CompiledProblem, allowed: Sequence[Sequence[int]], *, floor: float, target: float,
                         deadline: float, starts: Sequence[Sequence[int]] = (), threads: int = 1,
                         first_share: float = 0.5,
@@ -246,10 +257,7 @@ def set_partition_bound(prob: CompiledProblem, allowed: Sequence[Sequence[int]],
     >>> sb.bound >= floor
     True
     """
-    types = device_types(prob, allowed)
-    sources = Sources.of(prob)
-    exact = [ExactPricer(t, sources, threads) for t in types]   # each builds its MILP fallback when needed
-    pool: list[tuple[int, np.ndarray]] = [c for dev in starts for c in placement_columns(prob, types, dev)]
+    types, sources, exact, pool = column_generation_start(prob, allowed, starts, threads)
     lo, hi = float(floor), float(target)
     probes: list[Refutation] = []
     T = hi
@@ -349,18 +357,16 @@ def run_set_bound(problem, allowed, opts, hooks, *, floor: float, warm, deadline
     return max(floor, sb.bound)
 
 
-def raise_bound_by_set_partition(problem, allowed, opts, hooks, res, ilp_dev, warm, *, floor: float,
+def raise_bound_by_set_partition(problem, allowed, opts, hooks, res, best, *, floor: float,
                                  deadline: float) -> str:
-    """``ilp-noncontig``'s last phase (``-o set_bound=F``): the set-partitioning bound aimed at the best
-    placement found, ``value / (1 + gap)``. When it proves more than the integer program's bound, that
-    bound (``res.bound``, a bound over all placements) is raised to it. Returns a note for the result's
-    message (empty when it proved nothing more)."""
+    """``ilp-noncontig``'s last phase (``-o set_bound=F``): the set-partitioning bound aimed at ``best``, the
+    best valid placement found (``None``: nothing to do), ``value / (1 + gap)``. When it proves more than the
+    integer program's bound, that bound (``res.bound``, a bound over all placements) is raised to it. Returns
+    a note for the result's message (empty when it proved nothing more)."""
     from ...cost.bounds import gap as gap_of
     from .backends import OPTIMALITY_TOL
-    cands = [d for d in (ilp_dev, warm[0] if warm else None) if d is not None and problem.evaluate(d).feasible]
-    if not cands:
+    if best is None:
         return ""
-    best = min(cands, key=problem.value)
     value = problem.value(best)
     lo = max(floor, res.bound) if res.bound is not None and np.isfinite(res.bound) else floor
     if not np.isfinite(lo) or (gap_of(value, lo) or 0.0) <= max(opts.gap, OPTIMALITY_TOL):

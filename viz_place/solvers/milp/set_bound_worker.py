@@ -38,9 +38,12 @@ from typing import Sequence
 import numpy as np
 
 from ..base import Hooks
+from .backends import OPTIMALITY_TOL, progress_data
 
 #: A threshold is abandoned for a lower one when a better placement lowers the aim by more than this share.
 RETARGET = 1e-3
+#: Seconds between reads of the worker's messages by the phases' hooks.
+POLL_EVERY = 0.05
 
 
 def second_core() -> bool:
@@ -69,13 +72,10 @@ def _work(prob, allowed, floor: float, gap: float, starts, seconds: float, best,
     relaxation fits, halfway up to that one) until ``seconds`` have passed, abandoning a threshold when the
     aim drops by ``RETARGET``; every refuted threshold, and why it stopped, goes to ``out``; ``best`` holds
     the parent's best value."""
-    from .set_bound import ExactPricer, MasterFailed, Sources, device_types, placement_columns, refute
+    from .set_bound import MasterFailed, column_generation_start, refute
     deadline = time.perf_counter() + seconds
     try:
-        types = device_types(prob, allowed)
-        sources = Sources.of(prob)
-        exact = [ExactPricer(t, sources, 1) for t in types]
-        pool = [c for dev in starts for c in placement_columns(prob, types, np.asarray(dev))]
+        types, sources, exact, pool = column_generation_start(prob, allowed, starts)
         lo, hi = float(floor), np.inf
         while time.perf_counter() < deadline - 0.5:
             target = aim(best.value, lo, hi, gap)
@@ -83,10 +83,10 @@ def _work(prob, allowed, floor: float, gap: float, starts, seconds: float, best,
             if target <= lo * (1 + 1e-9):          # the gap is settled (and stays so: the value only falls)
                 out.put(("done", lo, f"set-partitioning bound: {lo:.6g} settles the gap"))
                 return
-            if T <= lo * (1 + 1e-6):
-                out.put(("done", lo, f"set-partitioning bound: its relaxation fits within {hi:.6g}: it cannot "
-                                     "prove more" if hi < best.value else
-                                     f"set-partitioning bound: {lo:.6g} settles the gap"))
+            if T <= lo * (1 + 1e-6):       # nothing left to prove: the value (gap 0) or the relaxation is at lo
+                why = f"its relaxation fits within {hi:.6g}: it cannot prove more" if hi < best.value else \
+                    f"{lo:.6g} settles the gap"
+                out.put(("done", lo, f"set-partitioning bound: {why}"))
                 return
             r = refute(types, sources, T, pricers=exact, exact=exact, columns=pool, deadline=deadline,
                        cancelled=lambda: aim(best.value, lo, hi, gap) < target * (1 - RETARGET))
@@ -115,7 +115,7 @@ class SetBoundWorker:
                  starts: Sequence[np.ndarray], seconds: float) -> None:
         ctx = multiprocessing.get_context("spawn")
         self.floor = self.bound = float(floor)
-        self.gap, self.value = float(gap), float(value)
+        self.value = float(value)
         self.messages: list[tuple[float, str]] = []
         self.finished = self._stopped = False
         self._best = ctx.Value("d", float(value), lock=False)
@@ -184,9 +184,13 @@ class BesideHooks(Hooks):
         super().__init__(outer.progress_fn, outer.cancel_fn, min_interval=outer._min_interval)
         self.started = outer.started
         self.worker, self.gap = worker, float(gap)
+        self._next_poll = 0.0
 
     def _collect(self) -> None:
-        from .backends import progress_data
+        now = time.perf_counter()
+        if now < self._next_poll:          # HiGHS asks on every callback: the queue is read every POLL_EVERY s
+            return
+        self._next_poll = now + POLL_EVERY
         for _, message in self.worker.poll():
             w = self.worker
             super().report(0.0, message, force=True, bound=w.bound, incumbent=w.value,
@@ -198,7 +202,6 @@ class BesideHooks(Hooks):
         return bool(self._cancel()) or self.worker.settles(self.gap)
 
     def report(self, fraction: float | None = None, message: str = "", *, force: bool = False, **kw) -> None:
-        from .backends import progress_data
         w = self.worker
         w.offer(kw.get("incumbent"))
         self._collect()
@@ -214,7 +217,6 @@ def start_beside(problem, allowed, opts, hooks: Hooks, *, floor: float, warm: np
                  deadline: float) -> tuple[SetBoundWorker | None, Hooks]:
     """``ilp-noncontig``'s set bound started beside its integer program, from the warm start ``warm``:
     the worker (``None`` if it could not start, said in the progress) and the hooks for the phases."""
-    from .backends import OPTIMALITY_TOL
     try:
         worker = SetBoundWorker(problem.compiled, allowed, floor=floor, value=problem.value(warm), gap=opts.gap,
                                 starts=[warm], seconds=max(0.0, deadline - time.perf_counter() - 0.5))
