@@ -151,7 +151,8 @@ Improver = Callable[[Mapping[str, float]], "tuple[float, Mapping[str, float]] | 
 
 def solve_milp(lp: pulp.LpProblem, *, backend: str = "cbc", time_limit: float | None = None, gap: float = 0.0,
                warm_start: Mapping[str, float] | None = None, hooks: Hooks | None = None,
-               threads: int = 0, improve: Improver | None = None) -> MilpResult:
+               threads: int = 0, improve: Improver | None = None,
+               incoming: Callable[[], tuple[float, dict] | None] | None = None) -> MilpResult:
     """Solve ``lp`` (a minimisation) and return a :class:`MilpResult`.
 
     ``warm_start`` maps variable names to values (integer variables suffice).
@@ -160,6 +161,8 @@ def solve_milp(lp: pulp.LpProblem, *, backend: str = "cbc", time_limit: float | 
     ignores it): called on each new incumbent; a better solution it returns is
     handed back to the search (HiGHS's user-solution callback completes the
     continuous variables), so the search prunes against it and its gap closes.
+    ``incoming`` (HiGHS only): asked at the same points for a solution found elsewhere (a process beside),
+    as ``(value, values by name)``, or ``None``; one better than the incumbent is handed over likewise.
     """
     hooks = hooks or Hooks()
     name = resolve_backend(backend)
@@ -168,7 +171,7 @@ def solve_milp(lp: pulp.LpProblem, *, backend: str = "cbc", time_limit: float | 
     start = time.perf_counter()
     stop = engine_gap(gap)
     if name == "highs":
-        res = _solve_highs(lp, time_limit, stop, warm_start, hooks, threads, improve)
+        res = _solve_highs(lp, time_limit, stop, warm_start, hooks, threads, improve, incoming)
     else:
         from .cbc import solve_cbc
         res = solve_cbc(lp, time_limit, stop, warm_start, hooks, threads or 1)
@@ -320,7 +323,8 @@ def _match_scheduler(threads: int) -> None:
 
 
 def _solve_highs(lp, time_limit, rel_gap, warm_start, hooks: Hooks, threads: int,
-                 improve: Improver | None = None) -> MilpResult:
+                 improve: Improver | None = None,
+                 incoming: Callable[[], tuple[float, dict] | None] | None = None) -> MilpResult:
     import highspy
     t_enter = time.perf_counter()      # converting the model counts against the time limit
     model, variables, col = _highs_model(lp)
@@ -365,12 +369,16 @@ def _solve_highs(lp, time_limit, rel_gap, warm_start, hooks: Hooks, threads: int
                 state["pending"] = np.array(e.data_out.mip_solution, dtype=float)
 
     def on_user_solution(e) -> None:
-        sol = state.pop("pending", None)
-        if sol is None or state["stopped_by"] or len(sol) != len(variables):
+        if state["stopped_by"]:
             return
-        better = improve({v.name: float(sol[i]) for i, v in enumerate(variables)})
+        better = incoming() if incoming is not None else None
         if better is None:
-            return
+            sol = state.pop("pending", None)
+            if sol is None or improve is None or len(sol) != len(variables):
+                return
+            better = improve({v.name: float(sol[i]) for i, v in enumerate(variables)})
+            if better is None:
+                return
         value, values = better
         idx = [col[k] for k in values if k in col]
         if not idx or (state["incumbent"] is not None and value >= state["incumbent"]):
@@ -382,7 +390,7 @@ def _solve_highs(lp, time_limit, rel_gap, warm_start, hooks: Hooks, threads: int
 
     h.cbMipInterrupt.subscribe(on_interrupt)
     h.cbMipImprovingSolution.subscribe(on_improving)
-    if improve is not None:
+    if improve is not None or incoming is not None:
         h.cbMipUserSolution.subscribe(on_user_solution)
     h.run()
     status = h.getModelStatus()

@@ -87,7 +87,7 @@ from .options import (OBJECTIVES, SET_ANY, SET_CONVEX, SET_PIPELINE, IlpNonconti
                       IlpOptions, model_set)
 from .pipeline import pipeline_start_values
 from .polish import Polisher, polishable
-from .result import FROM_INCUMBENT, devices_from_solution, memory_diagnosis, milp_result
+from .result import FROM_DIVE, FROM_INCUMBENT, devices_from_solution, memory_diagnosis, milp_result
 from .set_bound import raise_bound_by_set_partition, set_bound_mode, set_bound_share, wants_set_bound
 from .set_bound_worker import finish_beside, start_beside
 from .symmetry import canonical, interchangeable_sets
@@ -300,25 +300,40 @@ def _search(problem, opts, outer, hooks, worker, watch, allowed, sym_sets, order
         polisher.x = x
         improve = polisher.improve
     res = solve_milp(lp, backend=opts.backend, time_limit=remaining, gap=opts.gap, warm_start=start_values,
-                     threads=opts.threads, hooks=hooks, improve=improve)
+                     threads=opts.threads, hooks=hooks, improve=improve,
+                     incoming=_dive_offers(problem, worker, x, sym_sets) if worker is not None else None)
     ilp_dev = devices_from_solution(prob, allowed, x, res)
     if polisher is not None and polisher.best is not None and (warm is None or polisher.best[1] < problem.value(warm[0])):
         warm = (polisher.best[0], f"{FROM_INCUMBENT}, polished")
-    if lns_time and not hooks.cancelled and res.status != "infeasible":
+    warm = _with_dive(problem, worker, warm, sym_sets)
+    lns_end = watch.start + opts.time_limit - sb_time
+    while lns_time and not hooks.cancelled and res.status != "infeasible" and _now() < lns_end - 0.5:
         # the best placement so far, unless the integer program's bound already proves it within the gap
         start = _best_valid(problem, ilp_dev, warm)
         bound = res.bound
         if worker is not None and worker.bound > worker.floor:     # what the set bound beside has proven
             bound = worker.bound if bound is None else max(bound, worker.bound)
         gap = gap_of(problem.value(start), bound) if start is not None else None
-        short = start is not None and (gap is None or gap > max(opts.gap, OPTIMALITY_TOL))
-        got = run_lns(problem, allowed, sym_sets, opts, hooks, start=start, bound=bound,
-                      deadline=watch.start + opts.time_limit - sb_time) if short else None
+        if start is None or (gap is not None and gap <= max(opts.gap, OPTIMALITY_TOL)):
+            break
+        value = problem.value(start)
+        # started from the dive's placement (the MILP may have taken it as its own)
+        origin = FROM_DIVE if worker is not None and worker.placement is not None and \
+            worker.placement[1] <= value * (1 + 1e-9) else FROM_INCUMBENT
+        newer = (lambda: worker.placement is not None and worker.placement[1] < value * (1 - 1e-9)) \
+            if worker is not None else (lambda: False)
+        got = run_lns(problem, allowed, sym_sets, opts, hooks, start=start, bound=bound, deadline=lns_end,
+                      interrupt=newer)
         if got is not None:
-            warm = (got[0], f"{FROM_INCUMBENT}, improved by re-solving device subsets")
+            warm = (got[0], f"{origin}, improved by re-solving device subsets")
+        if not newer():         # it ended by itself: done; else again from the dive's better placement
+            break
+        warm = _with_dive(problem, worker, warm, sym_sets)
     best = _best_valid(problem, ilp_dev, warm)
     set_note = finish_beside(worker, res, outer, problem.value(best) if best is not None else None,
                              gap=max(opts.gap, OPTIMALITY_TOL), deadline=watch.start + opts.time_limit)
+    warm = _with_dive(problem, worker, warm, sym_sets)
+    best = _best_valid(problem, ilp_dev, warm)
     hooks = outer
     if sb_time and not hooks.cancelled and res.status != "infeasible":
         set_note = raise_bound_by_set_partition(problem, allowed, opts, hooks, res, best,
@@ -339,6 +354,31 @@ def _search(problem, opts, outer, hooks, worker, watch, allowed, sym_sets, order
         notes.append(better_elsewhere_note(value, rejected, "solver ilp-noncontig allows such placements"))
     result.message = "; ".join(filter(None, [result.message, *notes]))
     return result
+
+
+def _with_dive(problem: Problem, worker, warm, sym_sets):
+    """``warm`` (the best placement so far, with its source), or the set bound's dive placement when that is
+    better (it was checked by the evaluator when it arrived)."""
+    if worker is None or worker.placement is None:
+        return warm
+    dev, value = worker.placement
+    if warm is not None and problem.value(warm[0]) <= value:
+        return warm
+    return canonical(problem.compiled, dev, sym_sets), FROM_DIVE
+
+
+def _dive_offers(problem: Problem, worker, x, sym_sets):
+    """For :func:`solve_milp`'s ``incoming``: the set bound's newest dive placement, once, as the model's
+    ``x`` values (in canonical device order, which the symmetry-breaking rows require)."""
+    prob = problem.compiled
+    handed = [np.inf]
+
+    def offer():
+        if worker.placement is None or not worker.placement[1] < handed[0]:
+            return None
+        dev, handed[0] = canonical(prob, worker.placement[0], sym_sets), worker.placement[1]
+        return handed[0], {x[g, d].name: float(int(dev[prob.groups[g][0]]) == d) for (g, d) in x}
+    return offer
 
 
 def _best_valid(problem: Problem, ilp_dev, warm):

@@ -199,10 +199,10 @@ def lns_share(opts, *, set_bound_runs: bool) -> float:
 
 
 def run_lns(problem, allowed, sym_sets, opts, hooks, *, start: np.ndarray, bound: float | None,
-            deadline: float) -> tuple[np.ndarray, float] | None:
+            deadline: float, interrupt: Callable[[], bool] = lambda: False) -> tuple[np.ndarray, float] | None:
     """``ilp-noncontig``'s last phase: :func:`improve_by_subsets` from ``start`` (the best placement
-    so far) until ``deadline`` or until ``bound`` (the integer program's, which holds for every
-    placement) proves it within ``opts.gap``, each improvement reported as the incumbent. Returns
+    so far) until ``deadline``, ``interrupt()`` or until ``bound`` (the integer program's, which holds for
+    every placement) proves it within ``opts.gap``, each improvement reported as the incumbent. Returns
     ``(placement, value)`` when it found a better one (in canonical device order), else ``None``."""
     from .backends import progress_data
     from .symmetry import canonical
@@ -219,7 +219,7 @@ def run_lns(problem, allowed, sym_sets, opts, hooks, *, start: np.ndarray, bound
     hooks.report(None, f"re-solving device subsets ({LNS_SIZE} devices at a time) from {before:.6g}", force=True)
     out = improve_by_subsets(problem.compiled, allowed, start, size=LNS_SIZE, time_limit=seconds,
                              sub_time=max(1.0, min(LNS_SUB_TIME, seconds / 4)), opts=opts,
-                             cancel=lambda: hooks.cancelled, on_better=report,
+                             cancel=lambda: hooks.cancelled or interrupt(), on_better=report,
                              target=bound * (1 + opts.gap) if bound is not None and 0 < bound else 0.0)
     dev = canonical(problem.compiled, out.dev, sym_sets)
     value = problem.value(dev)

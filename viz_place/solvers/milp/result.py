@@ -44,6 +44,8 @@ def memory_diagnosis(prob: CompiledProblem, allowed: list[list[int]]) -> str:
 #: How the source of a placement made from the integer program's incumbent begins (``milp_result``'s ``warm``):
 #: the message then names it as it is, not as a warm start.
 FROM_INCUMBENT = "the MILP's incumbent"
+#: The source of a placement found by the set-partitioning bound's dives (:mod:`.set_dive`), beside the MILP.
+FROM_DIVE = "a dive in the set-partitioning relaxation, beside the MILP"
 
 
 def milp_result(problem: Problem, *, solver: str, res: MilpResult | None, ilp_dev: np.ndarray | None,
@@ -121,7 +123,7 @@ def milp_result(problem: Problem, *, solver: str, res: MilpResult | None, ilp_de
             msg.append(f"gap {100 * gap:.3g}% (value {value:.6g}, bound {bound:.6g})")
         else:
             msg.append("no bound known")
-    if src.startswith(FROM_INCUMBENT):
+    if src.startswith((FROM_INCUMBENT, FROM_DIVE)):
         msg.append(f"best placement: {src}")
     elif src != "ilp":
         msg.append(f"best placement is the warm start from {src} (the integer program found nothing better)")

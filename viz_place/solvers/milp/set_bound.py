@@ -54,7 +54,7 @@ class Master:
     """The restricted phase-1 master LP: ``sum over columns holding g of x + s_g = 1`` per group,
     ``sum of x of type t <= k_t``, minimise ``sum(s)``."""
 
-    def __init__(self, G: int, types: list[DeviceType], threads: int = 1) -> None:
+    def __init__(self, G: int, types: list[DeviceType], threads: int = 1, fixed: np.ndarray | None = None) -> None:
         import highspy
         from .backends import _new_highs
         self.G, self.threads = G, int(threads)
@@ -64,8 +64,10 @@ class Master:
             h.setOptionValue("threads", self.threads)
         h.setOptionValue("random_seed", 0)
         inf = highspy.kHighsInf
-        for _ in range(G):
-            h.addRow(1.0, 1.0, 0, np.array([], dtype=np.int32), np.array([]))
+        self.fixed = np.zeros(G, dtype=bool) if fixed is None else np.asarray(fixed, dtype=bool)
+        for g in range(G):      # a group placed already (a dive's fixed column) needs no cover
+            need = 0.0 if self.fixed[g] else 1.0
+            h.addRow(need, need, 0, np.array([], dtype=np.int32), np.array([]))
         for t in types:
             h.addRow(-inf, float(t.count), 0, np.array([], dtype=np.int32), np.array([]))
         for g in range(G):
@@ -97,6 +99,7 @@ class Master:
         sol = h.getSolution()
         dual = np.asarray(sol.row_dual)
         pi = np.minimum(dual[:self.G], 1.0)     # the prices of a certificate are at most 1 (the s columns)
+        pi[self.fixed] = 0.0                    # rows that need no cover (no column holds their groups)
         m = np.maximum(0.0, -dual[self.G:])
         return float(h.getInfo().objective_function_value), pi, m, np.asarray(sol.col_value[self.G:])
 
@@ -114,12 +117,13 @@ class Refutation:
     seconds: float
     pool: list = field(default_factory=list)   # every column of the master (type index, bool per group)
     log: list = field(default_factory=list)
+    values: np.ndarray | None = None           # the last master solution's value of each column of ``pool``
 
 
 def refute(types: list[DeviceType], sources: Sources, T: float, *, pricers: list[Pricer],
            columns: Sequence[tuple[int, np.ndarray]] = (), deadline: float, smoothing: float = 0.7,
            pricing_limit: float = 30.0, attempt_every: float = 30.0, starts: int = 3,
-           exact: Sequence[ExactPricer] | None = None,
+           exact: Sequence[ExactPricer] | None = None, fixed: np.ndarray | None = None,
            cancelled: Callable[[], bool] = lambda: False) -> Refutation:
     """Column generation at threshold ``T``: a certificate that nothing fits (``refuted``), or the
     relaxation is feasible at ``T`` (``lp_value`` 0), or time ran out (neither).
@@ -134,7 +138,7 @@ def refute(types: list[DeviceType], sources: Sources, T: float, *, pricers: list
     prices halves ``a`` (at 0 this is plain column generation, whose end is the LP's own certificate)."""
     t0 = _now()
     G = len(types[0].mem)
-    master = Master(G, types)
+    master = Master(G, types, fixed=fixed)
     for ti, s in columns:
         t = types[ti]
         if np.isfinite(t.work[s]).all() and float(t.mem[s].sum()) <= t.capacity and \
@@ -151,10 +155,10 @@ def refute(types: list[DeviceType], sources: Sources, T: float, *, pricers: list
     last_attempt = t0
     best_cert, centre, it, a = -np.inf, None, 0, float(smoothing)
     log = []
-    lp = np.inf
+    lp, values = np.inf, None
     while _now() < deadline and not cancelled():
         it += 1
-        lp, pi_m, m, _ = master.solve()
+        lp, pi_m, m, values = master.solve()
         if lp <= 1e-9:
             break
         added = 0
@@ -206,7 +210,7 @@ def refute(types: list[DeviceType], sources: Sources, T: float, *, pricers: list
             break   # nothing improves the master, yet no certificate: the pricing bounds were too weak
     return Refutation(threshold=T, refuted=best_cert > CERTIFICATE_MARGIN, certificate=best_cert, lp_value=lp,
                       iterations=it, columns=len(master.columns), seconds=_now() - t0, log=log,
-                      pool=master.columns)
+                      pool=master.columns, values=values)
 
 
 @dataclass

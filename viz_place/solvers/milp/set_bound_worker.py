@@ -33,7 +33,7 @@ import multiprocessing
 import os
 import queue
 import time
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -44,6 +44,9 @@ from .backends import OPTIMALITY_TOL, progress_data
 RETARGET = 1e-3
 #: Seconds between reads of the worker's messages by the phases' hooks.
 POLL_EVERY = 0.05
+#: Seconds a threshold may resist before the worker dives once halfway from it to the best value, and the
+#: share of the time left that this dive's column generation may take.
+DIVE_AFTER, DIVE_SHARE = 20.0, 0.5
 
 
 def second_core() -> bool:
@@ -70,13 +73,25 @@ def aim(value: float, lo: float, hi: float, gap: float) -> float:
 def _work(prob, allowed, floor: float, gap: float, starts, seconds: float, best, out) -> None:
     """The worker process: refute thresholds (see :func:`aim`; while the aim is above one at which the
     relaxation fits, halfway up to that one) until ``seconds`` have passed, abandoning a threshold when the
-    aim drops by ``RETARGET``; every refuted threshold, and why it stopped, goes to ``out``; ``best`` holds
-    the parent's best value."""
+    aim drops by ``RETARGET``; where the relaxation fits below the best value, dive in it for a placement
+    (:func:`.set_dive.dive`); when the aim resists for ``DIVE_AFTER`` seconds, dive once halfway between it
+    and the best value. Every refuted threshold, placement found and why it stopped go to ``out``; ``best``
+    holds the best value known (the parent's and its own)."""
     from .set_bound import MasterFailed, column_generation_start, refute
+    from .set_dive import dive
     deadline = time.perf_counter() + seconds
     try:
         types, sources, exact, pool = column_generation_start(prob, allowed, starts)
         lo, hi = float(floor), np.inf
+        dived_for = np.inf          # the best value for which a dive beside a resisting aim was tried
+
+        def found(got, T: float, how: str) -> bool:
+            if got is None or not got[1] < best.value * (1 - 1e-9):
+                return False
+            best.value = got[1]
+            out.put(("placement", got[1], f"set-partitioning dive: a placement of {got[1]:.6g} ({how})", got[0]))
+            return True
+
         while time.perf_counter() < deadline - 0.5:
             target = aim(best.value, lo, hi, gap)
             T = target if target < hi else (lo + hi) / 2      # the aim cannot be proven: something lower meanwhile
@@ -88,7 +103,10 @@ def _work(prob, allowed, floor: float, gap: float, starts, seconds: float, best,
                     f"{lo:.6g} settles the gap"
                 out.put(("done", lo, f"set-partitioning bound: {why}"))
                 return
-            r = refute(types, sources, T, pricers=exact, exact=exact, columns=pool, deadline=deadline,
+            value = best.value
+            stall = value < dived_for and T == target
+            r = refute(types, sources, T, pricers=exact, exact=exact, columns=pool,
+                       deadline=min(deadline, time.perf_counter() + DIVE_AFTER) if stall else deadline,
                        cancelled=lambda: aim(best.value, lo, hi, gap) < target * (1 - RETARGET))
             pool = r.pool
             if r.refuted:
@@ -96,9 +114,21 @@ def _work(prob, allowed, floor: float, gap: float, starts, seconds: float, best,
                 out.put(("bound", T, f"set-partitioning bound: nothing fits within {T:.6g} (proven, "
                                      f"{r.iterations} rounds, {r.columns} columns, {r.seconds:.1f} s)"))
             elif r.lp_value <= 1e-9:
+                if T < best.value and found(dive(prob, types, sources, T, pool=pool, first=r, deadline=deadline,
+                                                 ceiling=best.value), T, f"its relaxation fits within {T:.6g}"):
+                    continue
                 hi = T
                 out.put(("fits", lo, f"set-partitioning bound: its relaxation fits within {T:.6g} (no proof "
                                      "there: lower thresholds next)"))
+            elif stall and best.value == value and time.perf_counter() < deadline - 1:
+                dived_for = value        # the aim resists: look for a better placement halfway to it, once
+                Td = (T + value) / 2
+                rd = refute(types, sources, Td, pricers=exact, exact=exact, columns=pool,
+                            deadline=time.perf_counter() + DIVE_SHARE * (deadline - time.perf_counter()))
+                pool = rd.pool
+                if rd.lp_value <= 1e-9:
+                    found(dive(prob, types, sources, Td, pool=pool, first=rd, deadline=deadline, ceiling=value), Td,
+                          f"{T:.6g} resisted for {DIVE_AFTER:g} s; its relaxation fits within {Td:.6g}")
         out.put(("done", lo, "set-partitioning bound: time is up"))
     except MasterFailed as err:
         out.put(("done", float(floor), f"set-partitioning bound skipped: {err}"))
@@ -108,14 +138,21 @@ def _work(prob, allowed, floor: float, gap: float, starts, seconds: float, best,
 
 class SetBoundWorker:
     """The set-partitioning bound in a process of its own (see the module's docstring). ``bound`` is the
-    best threshold it has refuted so far (``floor`` before any); :meth:`offer` hands it a better value,
-    :meth:`poll` collects what it proved, :meth:`stop` ends it (always call it: ``try``/``finally``)."""
+    best threshold it has refuted so far (``floor`` before any); ``placement`` the best placement its dives
+    found that is better than every value offered, as ``(device index per node, value)`` (``None``: none);
+    :meth:`offer` hands it a better value, :meth:`poll` collects what it proved and found, :meth:`stop` ends
+    it (always call it: ``try``/``finally``). ``check(dev)``: the placement's value by the evaluator, or
+    ``None`` when the evaluator rejects it (such a placement is dropped, and said so); default: taken as
+    the worker values it."""
 
     def __init__(self, prob, allowed: Sequence[Sequence[int]], *, floor: float, value: float, gap: float,
-                 starts: Sequence[np.ndarray], seconds: float) -> None:
+                 starts: Sequence[np.ndarray], seconds: float,
+                 check: Callable[[np.ndarray], float | None] | None = None) -> None:
         ctx = multiprocessing.get_context("spawn")
         self.floor = self.bound = float(floor)
         self.value = float(value)
+        self.placement: tuple[np.ndarray, float] | None = None
+        self._check = check
         self.messages: list[tuple[float, str]] = []
         self.finished = self._stopped = False
         self._best = ctx.Value("d", float(value), lock=False)
@@ -136,10 +173,15 @@ class SetBoundWorker:
         got = []
         while True:
             try:
-                kind, bound, message = self._out.get_nowait()
+                kind, bound, message, *placement = self._out.get_nowait()
             except (queue.Empty, OSError, ValueError):
                 break
             self.finished = self.finished or kind == "done"
+            if kind == "placement":
+                message = self._take(placement[0], float(bound), message)
+                if message:
+                    got.append((self.bound, message))
+                continue
             self.bound = max(self.bound, float(bound))
             got.append((float(bound), message))
         if not got and not self.finished and not self._stopped and not self._proc.is_alive():
@@ -147,6 +189,17 @@ class SetBoundWorker:
             got.append((self.bound, f"set-partitioning bound: its process ended (exit code {self._proc.exitcode})"))
         self.messages += got
         return got
+
+    def _take(self, dev: np.ndarray, value: float, message: str) -> str:
+        """Keep a placement of the worker's when the evaluator confirms it and it beats every value known."""
+        checked = self._check(dev) if self._check is not None else value
+        if checked is None or abs(checked - value) > 1e-6 * max(1.0, abs(value)):
+            return (f"set-partitioning dive: its placement of {value:.6g} was dropped (the evaluator "
+                    + ("rejects it)" if checked is None else f"gives {checked:.6g})"))
+        if not checked < self.value:
+            return ""
+        self.value, self.placement = float(checked), (np.asarray(dev, dtype=np.int64), float(checked))
+        return message
 
     def settles(self, gap: float) -> bool:
         """Whether the bound proven so far puts the best value within ``gap`` (value / bound - 1)."""
@@ -205,11 +258,15 @@ class BesideHooks(Hooks):
         w = self.worker
         w.offer(kw.get("incumbent"))
         self._collect()
+        changed = False
         if w.bound > w.floor and (kw.get("bound") is None or kw["bound"] < w.bound):   # the best bound proven
-            kw["bound"] = w.bound
-            if "data" in kw:
-                kw["data"] = progress_data(kw["data"].get("seconds", self.elapsed), kw.get("incumbent"), w.bound)
+            kw["bound"], changed = w.bound, True
             message = f"{message}; bound {w.bound:.6g} (set-partitioning bound)" if message else message
+        if w.placement is not None and kw.get("incumbent") is not None and kw["incumbent"] > w.value:
+            kw["incumbent"], changed = w.value, True          # the best placement known: the worker's dive
+            message = f"{message}; best {w.value:.6g} (set-partitioning dive)" if message else message
+        if changed and "data" in kw:
+            kw["data"] = progress_data(kw["data"].get("seconds", self.elapsed), kw.get("incumbent"), kw.get("bound"))
         super().report(fraction, message, force=force, **kw)
 
 
@@ -219,7 +276,8 @@ def start_beside(problem, allowed, opts, hooks: Hooks, *, floor: float, warm: np
     the worker (``None`` if it could not start, said in the progress) and the hooks for the phases."""
     try:
         worker = SetBoundWorker(problem.compiled, allowed, floor=floor, value=problem.value(warm), gap=opts.gap,
-                                starts=[warm], seconds=max(0.0, deadline - time.perf_counter() - 0.5))
+                                starts=[warm], seconds=max(0.0, deadline - time.perf_counter() - 0.5),
+                                check=lambda dev: problem.value(dev) if problem.evaluate(dev).feasible else None)
     except (OSError, RuntimeError) as err:      # no process to be had: the run goes on without the bound
         hooks.report(0.0, f"set-partitioning bound not started: {err}", force=True)
         return None, hooks
