@@ -1,0 +1,143 @@
+"""Placements from the set-partitioning relaxation (issue #16): dives build valid placements within their
+threshold (never below the brute-force optimum, their value the evaluator's), the process beside the
+integer program hands them over checked by the evaluator, and the MILP back-end takes a solution found
+elsewhere through ``incoming``."""
+from __future__ import annotations
+
+import functools
+import time
+
+import numpy as np
+import pulp
+import pytest
+
+from _ilp_brute import brute_force
+from test_set_bound import chatty_instance
+from viz_place.cost import compile_problem, evaluate_indices, simple_lower_bound
+from viz_place.solvers import run_solver
+from viz_place.solvers.groups import allowed_devices
+from viz_place.solvers.milp import available_backends
+from viz_place.solvers.milp.backends import solve_milp
+from viz_place.solvers.milp.set_bound import column_generation_start, refute
+from viz_place.solvers.milp.set_bound_worker import SetBoundWorker
+from viz_place.solvers.milp.set_dive import dive
+from viz_place.solvers.milp.set_pricing import exact_pricing_built
+
+pytestmark = [pytest.mark.skipif("highs" not in available_backends(), reason="dives need HiGHS (highspy)"),
+              pytest.mark.skipif(not exact_pricing_built(), reason="the compiled pricing DP is not built")]
+
+
+@functools.lru_cache(maxsize=None)
+def _best(seed: int) -> float:
+    return brute_force(chatty_instance(seed), "max_load")
+
+
+def _start(inst):
+    prob = compile_problem(inst.graph, inst.cluster)
+    allowed = allowed_devices(prob, inst.pins)
+    dev = prob.to_index_array(run_solver("local-search", inst.graph, inst.cluster, options={"seed": 0}))
+    return prob, allowed, dev
+
+
+def test_dives_build_valid_placements_within_their_threshold():
+    """On small instances where communication decides: at thresholds where the relaxation fits (5 % and
+    15 % above the brute-force optimum), a dive's placement is valid, its value is the evaluator's
+    max-load, at most the threshold and never below the optimum; and dives succeed on most of them."""
+    tried = succeeded = 0
+    for seed in range(10):
+        inst = chatty_instance(seed)
+        prob, allowed, dev = _start(inst)
+        best = _best(seed)
+        types, sources, exact, pool = column_generation_start(prob, allowed, [dev])
+        for over in (1.05, 1.15):
+            T = best * over
+            r = refute(types, sources, T, pricers=exact, exact=exact, columns=pool, deadline=time.perf_counter() + 20)
+            assert not r.refuted, (seed, T, best)          # a placement fits within T: never refuted
+            if r.lp_value > 1e-9:
+                continue
+            tried += 1
+            got = dive(prob, types, sources, T, pool=r.pool, first=r, deadline=time.perf_counter() + 20)
+            if got is None:
+                continue
+            succeeded += 1
+            ev = evaluate_indices(prob, got[0], pins=inst.pins)
+            assert ev.feasible, (seed, ev.violations)
+            assert got[1] == pytest.approx(ev.max_load, rel=1e-9)
+            assert best * (1 - 1e-9) <= ev.max_load <= T * (1 + 1e-9), (seed, best, ev.max_load, T)
+    assert tried >= 10 and succeeded >= 0.8 * tried, (tried, succeeded)
+
+
+def test_a_dive_with_a_ceiling_stays_below_it():
+    """Given a ceiling (the best value known), a dive that gets stuck at its threshold may raise it, but its
+    placement stays within the ceiling."""
+    dived = 0
+    for seed in range(6):
+        inst = chatty_instance(seed)
+        prob, allowed, dev = _start(inst)
+        best = _best(seed)
+        types, sources, exact, pool = column_generation_start(prob, allowed, [dev])
+        ceiling = evaluate_indices(prob, dev).max_load
+        T = best * 1.01
+        r = refute(types, sources, T, pricers=exact, exact=exact, columns=pool, deadline=time.perf_counter() + 20)
+        if r.lp_value > 1e-9:
+            continue
+        got = dive(prob, types, sources, T, pool=r.pool, first=r, ceiling=max(ceiling, T),
+                   deadline=time.perf_counter() + 20)
+        if got is not None:
+            dived += 1
+            assert best * (1 - 1e-9) <= got[1] <= max(ceiling, T) * (1 + 1e-9)
+            assert evaluate_indices(prob, got[0]).feasible
+    assert dived >= 3, dived
+
+
+def test_the_worker_hands_over_better_placements_checked_by_the_evaluator():
+    """Told of a poor value (half as much again as a local search's), the process beside finds a better
+    placement by diving; the parent keeps it only as the evaluator values it, and a placement the
+    evaluator rejects is dropped with a message, never kept."""
+    inst = chatty_instance(3)
+    prob, allowed, dev = _start(inst)
+    value = evaluate_indices(prob, dev).max_load * 1.5
+    floor = simple_lower_bound(inst.graph, inst.cluster)[0]
+    checked = []
+
+    def check(d):
+        ev = evaluate_indices(prob, d, pins=inst.pins)
+        checked.append(ev.max_load)
+        return ev.max_load if ev.feasible else None
+    w = SetBoundWorker(prob, allowed, floor=floor, value=value, gap=0.01, starts=[dev], seconds=20, check=check)
+    try:
+        w.wait(25)
+    finally:
+        w.stop()
+    assert w.placement is not None and checked, w.messages
+    d, v = w.placement
+    assert v < value and v == pytest.approx(evaluate_indices(prob, d).max_load, rel=1e-12) and w.value == v
+    assert any("set-partitioning dive: a placement of" in m for _, m in w.messages)
+    w = SetBoundWorker(prob, allowed, floor=floor, value=value, gap=0.01, starts=[dev], seconds=10,
+                       check=lambda d: None)
+    try:
+        w.wait(15)
+    finally:
+        w.stop()
+    assert w.placement is None and w.value == value
+    assert any("was dropped (the evaluator rejects it)" in m for _, m in w.messages), w.messages
+
+
+def test_the_back_end_takes_a_solution_from_elsewhere():
+    """``solve_milp(incoming=...)``: HiGHS asks for solutions found elsewhere as it searches, and the run
+    ends at least as good as the one handed over."""
+    rng = np.random.default_rng(0)
+    n = 40
+    lp = pulp.LpProblem("knapsack", pulp.LpMinimize)
+    x = [pulp.LpVariable(f"x{i}", cat="Binary") for i in range(n)]
+    w, c = rng.integers(10, 100, n), rng.integers(10, 100, n)
+    lp += pulp.lpSum(int(c[i]) * x[i] for i in range(n))
+    lp += pulp.lpSum(int(w[i]) * x[i] for i in range(n)) >= int(w.sum() // 2)
+    plain = solve_milp(lp, backend="highs", time_limit=20, threads=1)
+    asked = []
+
+    def incoming():
+        asked.append(1)
+        return (plain.objective, plain.values) if len(asked) == 1 else None
+    res = solve_milp(lp, backend="highs", time_limit=20, threads=1, incoming=incoming)
+    assert asked and res.objective == pytest.approx(plain.objective) and res.status == "optimal"
