@@ -10,7 +10,10 @@ proven (its relaxation fits); without a gap each threshold halves the current on
 thresholds on the way up costs about as much as refuting each alone: on residual_75_s2_training, carrying
 the columns from 45.9 up to 46.2 took 207 s, refuting 46.2 alone 125 s.) Each refuted threshold is a bound
 over all placements; the parent's phases see it through :class:`BesideHooks` (reported as the run's bound,
-and stopping the phase once it settles the gap).
+and stopping the phase once it settles the gap). Where a threshold's relaxation fits below the best value,
+and once per best value when the aim resists, the worker dives in the relaxation for a better placement
+(:mod:`.set_dive`) and sends it to the parent, which keeps it when the evaluator confirms its value
+(``placement``: the parent hands it to HiGHS and to the subset search).
 
 >>> from viz_place.testing import random_instance
 >>> from viz_place.cost import compile_problem, simple_lower_bound, evaluate_indices
