@@ -316,11 +316,11 @@ def _search(problem, opts, outer, hooks, worker, watch, allowed, sym_sets, order
         gap = gap_of(problem.value(start), bound) if start is not None else None
         if start is None or (gap is not None and gap <= max(opts.gap, OPTIMALITY_TOL)):
             break
-        value = problem.value(start)
+        start_value = problem.value(start)
         # started from the dive's placement (the MILP may have taken it as its own)
         origin = FROM_DIVE if worker is not None and worker.placement is not None and \
-            worker.placement[1] <= value * (1 + 1e-9) else FROM_INCUMBENT
-        newer = (lambda: worker.placement is not None and worker.placement[1] < value * (1 - 1e-9)) \
+            worker.placement[1] <= start_value * (1 + 1e-9) else FROM_INCUMBENT
+        newer = (lambda: worker.placement is not None and worker.placement[1] < start_value * (1 - 1e-9)) \
             if worker is not None else (lambda: False)
         got = run_lns(problem, allowed, sym_sets, opts, hooks, start=start, bound=bound, deadline=lns_end,
                       interrupt=newer)

@@ -5,8 +5,9 @@ Column generation at a threshold ``T`` (:func:`.set_bound.refute`) that ends wit
 columns rarely combine into an integer partition (on ``residual_75_s2_training`` none of 1,100–1,800
 columns did, from 47.2 down to 46.9), so :func:`dive` builds one: it fixes the column with the largest
 value (one device of its type now holds exactly that set), re-runs column generation on the groups left
-with one device fewer of that type, and repeats until every group is placed, or the relaxation of what is
-left no longer fits within ``T`` (the dive failed: ``None``). Each set's load is its exact load (a device's
+with one device fewer of that type, and repeats until every group is placed (the last two devices by the
+assignment MILP), or the relaxation of what is left no longer fits (then the threshold is raised towards a
+ceiling, or the dive is tried again, or it failed: ``None``). Each set's load is its exact load (a device's
 load depends on its own set alone), so a finished dive is a placement with max-load at most ``T``; the
 caller still checks it with the evaluator. (Price-and-dive: Sadykov et al., "Primal heuristics for
 branch and price", INFORMS J. Computing 2019.)
@@ -53,6 +54,16 @@ def _restricted(types: list[DeviceType], fixed: np.ndarray, left: list[int]) -> 
     return live, sub
 
 
+def _group_devices(types: list[DeviceType], chosen) -> tuple[np.ndarray, list[int]]:
+    """The device of each group under the ``chosen`` sets (each on the next device of its type; -1: none)
+    and how many devices of each type they take."""
+    gdev, taken = np.full(len(types[0].mem), -1, dtype=np.int64), [0] * len(types)
+    for ti, s in chosen:
+        gdev[s] = types[ti].devices[taken[ti]]
+        taken[ti] += 1
+    return gdev, taken
+
+
 def dive(prob: CompiledProblem, types: list[DeviceType], sources: Sources, T: float, *, pool, deadline: float,
          first=None, ceiling: float | None = None, attempts: int = 4,
          cancelled: Callable[[], bool] = lambda: False) -> tuple[np.ndarray, float] | None:
@@ -82,12 +93,8 @@ def _finish(prob, types, chosen, left, deadline: float, cancelled) -> tuple[np.n
     from .backends import resolve_backend
     from .neighbourhoods import resolve_subset
     from .options import IlpNoncontigOptions
-    G = len(types[0].mem)
-    allowed = [[d for t in types for d in t.devices if np.isfinite(t.work[g])] for g in range(G)]
-    gdev, taken = np.full(G, -1, dtype=np.int64), [0] * len(types)
-    for ti, s in chosen:
-        gdev[s] = types[ti].devices[taken[ti]]
-        taken[ti] += 1
+    allowed = [[d for t in types for d in t.devices if np.isfinite(t.work[g])] for g in range(len(types[0].mem))]
+    gdev, taken = _group_devices(types, chosen)
     free = [d for ti, t in enumerate(types) for d in t.devices[taken[ti]:taken[ti] + left[ti]]]
     for g in np.flatnonzero(gdev < 0).tolist():
         here = [d for d in allowed[g] if d in free]
@@ -147,11 +154,7 @@ def _dive_once(prob, types, sources, T: float, *, pool, deadline: float, first, 
         r = None
         if fixed.all():
             break
-    gdev = np.full(G, -1, dtype=np.int64)
-    taken = [0] * len(types)
-    for ti, s in chosen:
-        gdev[s] = types[ti].devices[taken[ti]]
-        taken[ti] += 1
+    gdev, _ = _group_devices(types, chosen)
     if (gdev < 0).any():
         return None
     value = max(set_load(types[ti], sources, s) for ti, s in chosen)
