@@ -198,6 +198,36 @@ def test_refute_keeps_the_threshold_of_a_real_placement_unrefuted():
     assert not r.refuted and r.lp_value <= 1e-9
 
 
+def test_prices_carried_to_a_lower_threshold_keep_refuting_and_never_refute_a_real_value():
+    """A refutation's best prices (``centre``) start the next one: a threshold below a refuted one is refuted
+    again from them, and one at the brute-force optimum never is (any prices give a valid certificate)."""
+    from viz_place.solvers.milp.set_bound import column_generation_start
+    carried = 0
+    for seed in range(40):
+        inst = chatty_instance(seed)
+        if combos(inst) > MAX_COMBOS:
+            continue
+        best = brute_force(inst, "max_load")
+        if not np.isfinite(best):
+            continue
+        prob = compile_problem(inst.graph, inst.cluster)
+        floor = simple_lower_bound(inst.graph, inst.cluster)[0]
+        types, sources, exact, pool = column_generation_start(prob, allowed_devices(prob, inst.pins))
+        T1 = floor + 0.9 * (best - floor)
+        r1 = refute(types, sources, T1, pricers=exact, exact=exact, columns=pool, deadline=time.perf_counter() + 5)
+        if r1.centre is None:
+            continue
+        at_best = refute(types, sources, best, pricers=exact, exact=exact, columns=r1.pool, centre=r1.centre,
+                         deadline=time.perf_counter() + 5)
+        assert not at_best.refuted, (seed, best)
+        if r1.refuted:
+            r2 = refute(types, sources, (floor + T1) / 2, pricers=exact, exact=exact, columns=r1.pool,
+                        centre=r1.centre, deadline=time.perf_counter() + 5)
+            assert r2.refuted, (seed, floor, T1)
+            carried += 1
+    assert carried >= 5, f"only {carried} instances refuted a threshold below the optimum"
+
+
 def _milp_stops_short(monkeypatch):
     """The integer program ends as if out of time: its incumbent kept, its bound only the floor's."""
     from viz_place.solvers.milp import max_load

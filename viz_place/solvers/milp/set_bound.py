@@ -118,13 +118,14 @@ class Refutation:
     pool: list = field(default_factory=list)   # every column of the master (type index, bool per group)
     log: list = field(default_factory=list)
     values: np.ndarray | None = None           # the last master solution's value of each column of ``pool``
+    centre: np.ndarray | None = None           # the prices of the best certificate (``centre`` of the next)
 
 
 def refute(types: list[DeviceType], sources: Sources, T: float, *, pricers: list[Pricer],
            columns: Sequence[tuple[int, np.ndarray]] = (), deadline: float, smoothing: float = 0.7,
            pricing_limit: float = 30.0, attempt_every: float = 30.0, starts: int = 3,
            exact: Sequence[ExactPricer] | None = None, fixed: np.ndarray | None = None,
-           cancelled: Callable[[], bool] = lambda: False) -> Refutation:
+           cancelled: Callable[[], bool] = lambda: False, centre: np.ndarray | None = None) -> Refutation:
     """Column generation at threshold ``T``: a certificate that nothing fits (``refuted``), or the
     relaxation is feasible at ``T`` (``lp_value`` 0), or time ran out (neither).
 
@@ -135,7 +136,9 @@ def refute(types: list[DeviceType], sources: Sources, T: float, *, pricers: list
 
     Prices are smoothed (Wentges): the pricing problems see ``a * centre + (1 - a) * master``, where the
     centre is the best certificate's prices so far; a round that adds no column for the master's own
-    prices halves ``a`` (at 0 this is plain column generation, whose end is the LP's own certificate)."""
+    prices halves ``a`` (at 0 this is plain column generation, whose end is the LP's own certificate).
+    ``centre``: prices to start from, typically a refutation's at a threshold above ``T`` (every set that
+    fits within ``T`` fits there, so those prices certify at least as much here as there)."""
     t0 = _now()
     G = len(types[0].mem)
     master = Master(G, types, fixed=fixed)
@@ -153,7 +156,9 @@ def refute(types: list[DeviceType], sources: Sources, T: float, *, pricers: list
     local = [LocalPricer(t, sources) for t in types]
     limit = first_limit = min(0.5, pricing_limit)
     last_attempt = t0
-    best_cert, centre, it, a = -np.inf, None, 0, float(smoothing)
+    best_cert, it, a = -np.inf, 0, float(smoothing)
+    if centre is not None:
+        centre = np.where(master.fixed, 0.0, np.asarray(centre, dtype=float))
     log = []
     lp, values = np.inf, None
     while _now() < deadline and not cancelled():
@@ -210,7 +215,7 @@ def refute(types: list[DeviceType], sources: Sources, T: float, *, pricers: list
             break   # nothing improves the master, yet no certificate: the pricing bounds were too weak
     return Refutation(threshold=T, refuted=best_cert > CERTIFICATE_MARGIN, certificate=best_cert, lp_value=lp,
                       iterations=it, columns=len(master.columns), seconds=_now() - t0, log=log,
-                      pool=master.columns, values=values)
+                      pool=master.columns, values=values, centre=centre)
 
 
 @dataclass

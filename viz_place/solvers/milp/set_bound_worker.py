@@ -87,6 +87,7 @@ def _work(prob, allowed, floor: float, gap: float, starts, seconds: float, best,
         types, sources, exact, pool = column_generation_start(prob, allowed, starts)
         lo, hi = float(floor), np.inf
         dived_for = np.inf          # the best value for which a dive beside a resisting aim was tried
+        centre = None               # the best certificate's prices so far: the next threshold starts from them
 
         def found(got, T: float, how: str) -> bool:
             if got is None or not got[1] < best.value * (1 - 1e-9):
@@ -110,8 +111,8 @@ def _work(prob, allowed, floor: float, gap: float, starts, seconds: float, best,
             stall = value < dived_for and T == target
             r = refute(types, sources, T, pricers=exact, exact=exact, columns=pool,
                        deadline=min(deadline, time.perf_counter() + DIVE_AFTER) if stall else deadline,
-                       cancelled=lambda: aim(best.value, lo, hi, gap) < target * (1 - RETARGET))
-            pool = r.pool
+                       cancelled=lambda: aim(best.value, lo, hi, gap) < target * (1 - RETARGET), centre=centre)
+            pool, centre = r.pool, (r.centre if r.centre is not None else centre)
             if r.refuted:
                 lo = T
                 out.put(("bound", T, f"set-partitioning bound: nothing fits within {T:.6g} (proven, "
