@@ -161,17 +161,22 @@ def test_exact_pricing_hands_over_to_the_milp_beyond_its_label_limit(monkeypatch
     assert all(_fits(t, sources, s, T * (1 + 1e-6)) for s in sets)
 
 
-def test_set_bound_never_exceeds_brute_force_and_lifts_the_simple_bound():
-    lifted = checked = 0
-    for seed in range(60):
+def _brute_forced_chatty(seeds: int):
+    """The chatty instances among the first ``seeds`` that brute force can solve, as
+    ``(seed, instance, optimum, compiled problem, simple floor)``."""
+    for seed in range(seeds):
         inst = chatty_instance(seed)
         if combos(inst) > MAX_COMBOS:
             continue
         best = brute_force(inst, "max_load")
-        if not np.isfinite(best):
-            continue
-        prob = compile_problem(inst.graph, inst.cluster)
-        floor = simple_lower_bound(inst.graph, inst.cluster)[0]
+        if np.isfinite(best):
+            prob = compile_problem(inst.graph, inst.cluster)
+            yield seed, inst, best, prob, simple_lower_bound(inst.graph, inst.cluster)[0]
+
+
+def test_set_bound_never_exceeds_brute_force_and_lifts_the_simple_bound():
+    lifted = checked = 0
+    for seed, inst, best, prob, floor in _brute_forced_chatty(60):
         sb = set_partition_bound(prob, allowed_devices(prob, inst.pins), floor=floor, target=best,
                                  deadline=time.perf_counter() + 10)
         checked += 1
@@ -203,15 +208,7 @@ def test_prices_carried_to_a_lower_threshold_keep_refuting_and_never_refute_a_re
     again from them, and one at the brute-force optimum never is (any prices give a valid certificate)."""
     from viz_place.solvers.milp.set_bound import column_generation_start
     carried = 0
-    for seed in range(40):
-        inst = chatty_instance(seed)
-        if combos(inst) > MAX_COMBOS:
-            continue
-        best = brute_force(inst, "max_load")
-        if not np.isfinite(best):
-            continue
-        prob = compile_problem(inst.graph, inst.cluster)
-        floor = simple_lower_bound(inst.graph, inst.cluster)[0]
+    for seed, inst, best, prob, floor in _brute_forced_chatty(40):
         types, sources, exact, pool = column_generation_start(prob, allowed_devices(prob, inst.pins))
         T1 = floor + 0.9 * (best - floor)
         r1 = refute(types, sources, T1, pricers=exact, exact=exact, columns=pool, deadline=time.perf_counter() + 5)
