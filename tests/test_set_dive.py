@@ -15,6 +15,7 @@ from _ilp_brute import brute_force
 from test_set_bound import chatty_instance
 from viz_place.cost import compile_problem, evaluate_indices, simple_lower_bound
 from viz_place.solvers import run_solver
+from viz_place.solvers.base import Hooks
 from viz_place.solvers.groups import allowed_devices
 from viz_place.solvers.milp import available_backends
 from viz_place.solvers.milp.backends import solve_milp
@@ -136,8 +137,65 @@ def test_the_back_end_takes_a_solution_from_elsewhere():
     plain = solve_milp(lp, backend="highs", time_limit=20, threads=1)
     asked = []
 
-    def incoming():
-        asked.append(1)
+    def incoming(incumbent, bound):
+        asked.append((incumbent, bound))
         return (plain.objective, plain.values) if len(asked) == 1 else None
     res = solve_milp(lp, backend="highs", time_limit=20, threads=1, incoming=incoming)
     assert asked and res.objective == pytest.approx(plain.objective) and res.status == "optimal"
+
+
+def test_a_dive_that_beats_the_incumbent_is_improved_by_subsets_before_the_integer_program_takes_it():
+    """``ilp-noncontig``'s ``incoming`` (:class:`~viz_place.solvers.milp.max_load._DiveOffers`): a dive's
+    placement better than the integer program's incumbent is first re-solved by device subsets; what it
+    hands over is a valid placement, the evaluator's value, never worse than the dive, each dive once; a
+    dive that does not beat the incumbent, or ``lns_dive=0``, goes over as it is; and HiGHS ends at least
+    as good as what it was handed."""
+    from types import SimpleNamespace
+
+    from test_neighbourhoods import _instances
+    from viz_place.solvers.contract import Objective, Problem
+    from viz_place.solvers.milp.assignment import build_model
+    from viz_place.solvers.milp.max_load import IlpNoncontigOptions, _DiveOffers
+
+    def decode(prob, allowed, x, values):
+        dev = np.full(prob.n, -1, dtype=np.int64)
+        for (g, d), var in x.items():
+            if values[var.name] > 0.5:
+                dev[list(prob.groups[g])] = d
+        return dev
+
+    improved = checked = 0
+    nested = False
+    for seed, inst, prob, allowed, start in _instances(12200, 40):
+        problem = Problem(inst.graph, inst.cluster, dict(inst.pins), prob, None, Objective("max_load"))
+        value = problem.value(start)
+        lp, x, _ = build_model(prob, allowed, IlpNoncontigOptions(backend="highs", threads=1), [], None)
+        worker = SimpleNamespace(placement=(start, value), bound=0.0)
+        for lns_dive, incumbent in ((0.5, None), (0.5, 2 * value), (0.5, value), (0.0, 2 * value)):
+            opts = IlpNoncontigOptions(backend="highs", threads=1, time_limit=10, lns_dive=lns_dive)
+            offers = _DiveOffers(problem, worker, x, [], allowed, opts, Hooks(),
+                                 deadline=time.perf_counter() + 10)
+            handed, values = offers(incumbent, None)
+            dev = decode(prob, allowed, x, values)
+            ev = evaluate_indices(prob, dev, pins=inst.pins)
+            assert not ev.violations, (seed, ev.violations)
+            assert handed == pytest.approx(ev.max_load, rel=1e-9) and handed <= value * (1 + 1e-9)
+            assert offers(incumbent, None) is None                  # each dive once
+            searched = lns_dive > 0 and (incumbent is None or value < incumbent)
+            assert offers.searches == int(searched), (seed, lns_dive, incumbent)
+            if not searched:
+                assert np.array_equal(dev, start) and offers.best is None
+            elif handed < value * (1 - 1e-9):
+                assert offers.best is not None and offers.best[1] == pytest.approx(handed, rel=1e-12)
+                improved += incumbent is None
+        if improved and not nested:     # the sub-MILPs run inside HiGHS's callback; it takes what they found
+            offers = _DiveOffers(problem, worker, x, [], allowed,
+                                 IlpNoncontigOptions(backend="highs", threads=1, time_limit=10, lns_dive=0.5),
+                                 Hooks(), deadline=time.perf_counter() + 10)
+            res = solve_milp(lp, backend="highs", time_limit=10, threads=1,
+                             incoming=lambda incumbent, bound: offers(None, bound))
+            assert offers.searches == 1 and offers.best is not None, seed
+            assert res.status == "optimal" and res.objective <= offers.best[1] * (1 + 1e-6)
+            nested = True
+        checked += 1
+    assert checked >= 15 and improved >= checked // 3 and nested, (checked, improved)

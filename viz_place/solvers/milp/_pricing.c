@@ -243,6 +243,16 @@ static PyObject *price(PyObject *self, PyObject *args) {
             if (r < root) root = r;
         }
     }
+    if (limit <= 0) {   /* the Lagrangian bounds alone (min over the multipliers; one per multiplier after it) */
+        result = PyTuple_New(P + 1);
+        if (result) {
+            PyTuple_SET_ITEM(result, 0, PyFloat_FromDouble(root));
+            for (int p = 0; p < P; p++)
+                PyTuple_SET_ITEM(result, p + 1, PyFloat_FromDouble(V[(size_t)p * vptr[G + 1]] + lam[p] * T +
+                                                                   (mu[p] != 0 ? mu[p] * cap : 0.0)));
+        }
+        goto cleanup;
+    }
     if (maxopen > 24) { gave_up = 1; goto finish; }   /* 6^24 would overflow the state number */
     for (int k = 0; k <= G; k++) {
         int n = 0;
@@ -374,6 +384,7 @@ finish:
             result = Py_BuildValue("(dNiLLd)", best, set, best_found, total_labels, widest, root);
         }
     }
+cleanup:
     free(V); free(vptr);
     free(mark); free(first); free(last); free(tptr); free(tsrc); free(town); free(fill); free(optr); free(olist);
     free(pw1); free(pv1); free(pw2); free(pv2); free(nrest); free(items); free(status); free(newst);

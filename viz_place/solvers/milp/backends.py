@@ -152,7 +152,8 @@ Improver = Callable[[Mapping[str, float]], "tuple[float, Mapping[str, float]] | 
 def solve_milp(lp: pulp.LpProblem, *, backend: str = "cbc", time_limit: float | None = None, gap: float = 0.0,
                warm_start: Mapping[str, float] | None = None, hooks: Hooks | None = None,
                threads: int = 0, improve: Improver | None = None,
-               incoming: Callable[[], tuple[float, dict] | None] | None = None) -> MilpResult:
+               incoming: Callable[[float | None, float | None], tuple[float, dict] | None] | None = None
+               ) -> MilpResult:
     """Solve ``lp`` (a minimisation) and return a :class:`MilpResult`.
 
     ``warm_start`` maps variable names to values (integer variables suffice).
@@ -161,8 +162,10 @@ def solve_milp(lp: pulp.LpProblem, *, backend: str = "cbc", time_limit: float | 
     ignores it): called on each new incumbent; a better solution it returns is
     handed back to the search (HiGHS's user-solution callback completes the
     continuous variables), so the search prunes against it and its gap closes.
-    ``incoming`` (HiGHS only): asked at the same points for a solution found elsewhere (a process beside),
-    as ``(value, values by name)``, or ``None``; one better than the incumbent is handed over likewise.
+    ``incoming(incumbent, bound)`` (HiGHS only; the search's own so far, ``None`` before any): asked at the
+    same points for a solution found elsewhere (a process beside), as ``(value, values by name)``, or
+    ``None``; one better than the incumbent is handed over likewise. The search waits while either runs
+    (its time limit counts that time).
     """
     hooks = hooks or Hooks()
     name = resolve_backend(backend)
@@ -324,7 +327,8 @@ def _match_scheduler(threads: int) -> None:
 
 def _solve_highs(lp, time_limit, rel_gap, warm_start, hooks: Hooks, threads: int,
                  improve: Improver | None = None,
-                 incoming: Callable[[], tuple[float, dict] | None] | None = None) -> MilpResult:
+                 incoming: Callable[[float | None, float | None], tuple[float, dict] | None] | None = None
+                 ) -> MilpResult:
     import highspy
     t_enter = time.perf_counter()      # converting the model counts against the time limit
     model, variables, col = _highs_model(lp)
@@ -371,7 +375,7 @@ def _solve_highs(lp, time_limit, rel_gap, warm_start, hooks: Hooks, threads: int
     def on_user_solution(e) -> None:
         if state["stopped_by"]:
             return
-        better = incoming() if incoming is not None else None
+        better = incoming(state["incumbent"], state["bound"]) if incoming is not None else None
         if better is None:
             sol = state.pop("pending", None)
             if sol is None or improve is None or len(sol) != len(variables):

@@ -82,7 +82,7 @@ from ..contract import Problem, SolverResult
 from ..groups import allowed_devices, device_cycle, nonconvex_devices, pipeline_order, set_text
 from .assignment import OutOfTime, build_model
 from .backends import OPTIMALITY_TOL, solve_milp
-from .neighbourhoods import lns_share, run_lns
+from .neighbourhoods import lns_applies, lns_share, run_lns
 from .options import (OBJECTIVES, SET_ANY, SET_CONVEX, SET_PIPELINE, IlpNoncontigOptions,  # noqa: F401 (re-exported)
                       IlpOptions, model_set)
 from .pipeline import pipeline_start_values
@@ -299,12 +299,16 @@ def _search(problem, opts, outer, hooks, worker, watch, allowed, sym_sets, order
     if polisher is not None:
         polisher.x = x
         improve = polisher.improve
+    offers = _DiveOffers(problem, worker, x, sym_sets, allowed, opts, hooks, deadline=_now() + remaining) \
+        if worker is not None else None
     res = solve_milp(lp, backend=opts.backend, time_limit=remaining, gap=opts.gap, warm_start=start_values,
                      threads=opts.threads, hooks=hooks, improve=improve,
-                     incoming=_dive_offers(problem, worker, x, sym_sets) if worker is not None else None)
+                     incoming=offers)
     ilp_dev = devices_from_solution(prob, allowed, x, res)
     if polisher is not None and polisher.best is not None and (warm is None or polisher.best[1] < problem.value(warm[0])):
         warm = (polisher.best[0], f"{FROM_INCUMBENT}, polished")
+    if offers is not None and offers.best is not None and (warm is None or offers.best[1] < problem.value(warm[0])):
+        warm = (offers.best[0], f"{FROM_DIVE}, improved by re-solving device subsets")
     warm = _with_dive(problem, worker, warm, sym_sets)
     lns_end = watch.start + opts.time_limit - sb_time
     while lns_time and not hooks.cancelled and res.status != "infeasible" and _now() < lns_end - 0.5:
@@ -318,8 +322,9 @@ def _search(problem, opts, outer, hooks, worker, watch, allowed, sym_sets, order
             break
         start_value = problem.value(start)
         # started from the dive's placement (the MILP may have taken it as its own)
-        origin = FROM_DIVE if worker is not None and worker.placement is not None and \
-            worker.placement[1] <= start_value * (1 + 1e-9) else FROM_INCUMBENT
+        origin = FROM_DIVE if worker is not None and (
+            (worker.placement is not None and worker.placement[1] <= start_value * (1 + 1e-9)) or
+            (offers.best is not None and offers.best[1] <= start_value * (1 + 1e-9))) else FROM_INCUMBENT
         newer = (lambda: worker.placement is not None and worker.placement[1] < start_value * (1 - 1e-9)) \
             if worker is not None else (lambda: False)
         got = run_lns(problem, allowed, sym_sets, opts, hooks, start=start, bound=bound, deadline=lns_end,
@@ -367,18 +372,44 @@ def _with_dive(problem: Problem, worker, warm, sym_sets):
     return canonical(problem.compiled, dev, sym_sets), FROM_DIVE
 
 
-def _dive_offers(problem: Problem, worker, x, sym_sets):
+class _DiveOffers:
     """For :func:`solve_milp`'s ``incoming``: the set bound's newest dive placement, once, as the model's
-    ``x`` values (in canonical device order, which the symmetry-breaking rows require)."""
-    prob = problem.compiled
-    handed = [np.inf]
+    ``x`` values (in canonical device order, which the symmetry-breaking rows require).
 
-    def offer():
-        if worker.placement is None or not worker.placement[1] < handed[0]:
+    When it beats the integer program's incumbent and ``opts.lns_dive`` > 0 (with device subsets to
+    re-solve, :func:`~.neighbourhoods.lns_applies`), it is first improved by re-solving device subsets
+    (:func:`~.neighbourhoods.run_lns`, at most ``lns_dive`` of the time limit, ending at ``deadline``, the
+    integer program's end, or when a newer dive arrives): the integer program, whose heuristics were
+    beaten, waits meanwhile, and the set bound beside aims at the better value at once. ``best``: the
+    best placement those searches found, ``(placement, value)``, kept apart in case HiGHS does not take it.
+    """
+
+    def __init__(self, problem: Problem, worker, x, sym_sets, allowed, opts, hooks: Hooks, *,
+                 deadline: float) -> None:
+        self.problem, self.worker, self.x, self.sym_sets = problem, worker, x, sym_sets
+        self.allowed, self.opts, self.hooks, self.deadline = allowed, opts, hooks, deadline
+        self.handed = np.inf
+        self.best: tuple[np.ndarray, float] | None = None
+        self.searches = 0
+
+    def __call__(self, incumbent: float | None = None, bound: float | None = None):
+        w, prob = self.worker, self.problem.compiled
+        if w.placement is None or not w.placement[1] < self.handed:
             return None
-        dev, handed[0] = canonical(prob, worker.placement[0], sym_sets), worker.placement[1]
-        return handed[0], {x[g, d].name: float(int(dev[prob.groups[g][0]]) == d) for (g, d) in x}
-    return offer
+        dev, value = canonical(prob, w.placement[0], self.sym_sets), w.placement[1]
+        self.handed = value
+        seconds = min(self.deadline, _now() + self.opts.lns_dive * self.opts.time_limit) - _now()
+        if lns_applies(self.opts) and self.opts.lns_dive > 0 and seconds >= 1.0 and \
+                (incumbent is None or value < incumbent * (1 - 1e-9)):
+            proven = max(b for b in (bound, w.bound, 0.0) if b is not None and np.isfinite(b))
+            self.searches += 1
+            got = run_lns(self.problem, self.allowed, self.sym_sets, self.opts, self.hooks, start=dev,
+                          bound=proven if proven > 0 else None, deadline=_now() + seconds,
+                          interrupt=lambda: w.placement is not None and w.placement[1] < value * (1 - 1e-9))
+            if got is not None:
+                (dev, value), self.best = got, got
+                self.handed = min(self.handed, value)
+        return value, {self.x[g, d].name: float(int(dev[prob.groups[g][0]]) == d) for (g, d) in self.x}
 
 
 def _best_valid(problem: Problem, ilp_dev, warm):
