@@ -275,7 +275,7 @@ class ExactPricer:
             lam, mu = self._multipliers(pi, T)
             out = _pricing.price(np.ascontiguousarray(pi, dtype=np.float64), self.work, self.mem, self.own, self.cost,
                                  self.ptr, self.succ, float(self.t.capacity), float(T), lb, LABEL_LIMIT, lam, mu,
-                                 max(0.01, float(time_limit)))
+                                 max(0.01, float(time_limit) - (_now() - started)))   # the search counts
         if out is None:
             if self._milp is None:
                 self._milp = Pricer(self.t, self.sources, self.threads)
@@ -349,7 +349,7 @@ class ExactPricer:
 #: The pattern search over the Lagrangian multipliers (in units of the critical ratios): first step, and the
 #: smallest (it halves the step after a round with no better pair). On residual_75_s2_training's accelerator
 #: pricing at T = 46.2 it takes the root bound from 8.5-9.4 to within 1-2 % of the maximum (7.7-8.3) and
-#: the DP from 1.4-2.7 s to 0.3-1.1 s (see the README).
+#: an accelerator's DP from 1.4-3.3 s to 0.34-0.9 s (see the README).
 MULTIPLIER_STEPS = (0.2, 0.01)
 
 
