@@ -157,7 +157,7 @@ def test_a_dive_that_beats_the_incumbent_is_improved_by_subsets_before_the_integ
     from viz_place.solvers.milp.assignment import build_model
     from viz_place.solvers.milp.max_load import IlpNoncontigOptions, _DiveOffers
 
-    def decode(prob, allowed, x, values):
+    def decode(prob, x, values):
         dev = np.full(prob.n, -1, dtype=np.int64)
         for (g, d), var in x.items():
             if values[var.name] > 0.5:
@@ -176,7 +176,7 @@ def test_a_dive_that_beats_the_incumbent_is_improved_by_subsets_before_the_integ
             offers = _DiveOffers(problem, worker, x, [], allowed, opts, Hooks(),
                                  deadline=time.perf_counter() + 10)
             handed, values = offers(incumbent, None)
-            dev = decode(prob, allowed, x, values)
+            dev = decode(prob, x, values)
             ev = evaluate_indices(prob, dev, pins=inst.pins)
             assert not ev.violations, (seed, ev.violations)
             assert handed == pytest.approx(ev.max_load, rel=1e-9) and handed <= value * (1 + 1e-9)

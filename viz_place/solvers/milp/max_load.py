@@ -406,9 +406,9 @@ class _DiveOffers:
             got = run_lns(self.problem, self.allowed, self.sym_sets, self.opts, self.hooks, start=dev,
                           bound=proven if proven > 0 else None, deadline=_now() + seconds,
                           interrupt=lambda: w.placement is not None and w.placement[1] < value * (1 - 1e-9))
-            if got is not None:
+            if got is not None:          # better than the dive: a later dive must beat it
                 (dev, value), self.best = got, got
-                self.handed = min(self.handed, value)
+                self.handed = value
         return value, {self.x[g, d].name: float(int(dev[prob.groups[g][0]]) == d) for (g, d) in self.x}
 
 
