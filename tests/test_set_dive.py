@@ -199,3 +199,31 @@ def test_a_dive_that_beats_the_incumbent_is_improved_by_subsets_before_the_integ
             nested = True
         checked += 1
     assert checked >= 15 and improved >= checked // 3 and nested, (checked, improved)
+
+
+@pytest.mark.parametrize("resists_until, halfway", [(0.3, True), (2.5, False)])
+def test_a_resisting_aim_is_dived_from_only_in_the_first_half_of_the_workers_time(monkeypatch, resists_until, halfway):
+    """The worker's loop (run in this process, its column generation stubbed: no threshold is ever refuted or
+    fits): an aim that resists early is followed by one refutation halfway to the best value (the start of a
+    dive); one that resists only after half the worker's time is refuted with all the time left, and no
+    threshold above the aim is ever tried."""
+    import queue
+    from types import SimpleNamespace
+    from viz_place.solvers.milp import set_bound, set_bound_worker
+    tried = []
+
+    def refute(types, sources, T, *, deadline, **kw):
+        tried.append(T)
+        time.sleep(max(0.0, min(deadline, started + resists_until) - time.perf_counter()) if len(tried) == 1 else 0.02)
+        return SimpleNamespace(refuted=False, lp_value=0.5, pool=[], centre=None, iterations=1, columns=0, seconds=0.0)
+    monkeypatch.setattr(set_bound, "refute", refute)
+    monkeypatch.setattr(set_bound, "column_generation_start", lambda prob, allowed, starts: (None, None, None, []))
+    monkeypatch.setattr(set_bound_worker, "DIVE_AFTER", resists_until)
+    out, best, value, gap = queue.Queue(), SimpleNamespace(value=47.0), 47.0, 0.01
+    started = time.perf_counter()
+    set_bound_worker._work(None, [], 40.0, gap, [], 4.0, best, out)   # half: 2 s
+    target = value / (1 + gap)
+    assert tried[0] == pytest.approx(target) and len(tried) > 2
+    above = [T for T in tried if T > target * (1 + 1e-9)]
+    assert above == ([pytest.approx((target + value) / 2)] if halfway else []), tried
+    assert tried[1] == (pytest.approx((target + value) / 2) if halfway else pytest.approx(target))

@@ -11,7 +11,8 @@ thresholds on the way up costs about as much as refuting each alone: on residual
 the columns from 45.9 up to 46.2 took 207 s, refuting 46.2 alone 125 s.) Each refuted threshold is a bound
 over all placements; the parent's phases see it through :class:`BesideHooks` (reported as the run's bound,
 and stopping the phase once it settles the gap). Where a threshold's relaxation fits below the best value,
-and once per best value when the aim resists, the worker dives in the relaxation for a better placement
+and once per best value when the aim resists in the first half of its time (:data:`DIVE_MIN_LEFT`; later
+it refutes the aim with all the time left), the worker dives in the relaxation for a better placement
 (:mod:`.set_dive`) and sends it to the parent, which keeps it when the evaluator confirms its value
 (``placement``: the parent hands it to HiGHS and to the subset search).
 
@@ -50,6 +51,10 @@ POLL_EVERY = 0.05
 #: Seconds a threshold may resist before the worker dives once halfway from it to the best value, and the
 #: share of the time left that this dive's column generation may take.
 DIVE_AFTER, DIVE_SHARE = 20.0, 0.5
+#: That dive is tried only while at least this share of the worker's time is left; later, the time goes to
+#: refuting the aim (a placement found late leaves too little time to prove it; the subset search of the
+#: integer program's process looks for better placements then).
+DIVE_MIN_LEFT = 0.5
 
 
 def second_core() -> bool:
@@ -78,11 +83,13 @@ def _work(prob, allowed, floor: float, gap: float, starts, seconds: float, best,
     relaxation fits, halfway up to that one) until ``seconds`` have passed, abandoning a threshold when the
     aim drops by ``RETARGET``; where the relaxation fits below the best value, dive in it for a placement
     (:func:`.set_dive.dive`); when the aim resists for ``DIVE_AFTER`` seconds, dive once halfway between it
-    and the best value. Every refuted threshold, placement found and why it stopped go to ``out``; ``best``
+    and the best value — only in the first half of ``seconds`` (:data:`DIVE_MIN_LEFT`): later the aim gets
+    all the time left. Every refuted threshold, placement found and why it stopped go to ``out``; ``best``
     holds the best value known (the parent's and its own)."""
     from .set_bound import MasterFailed, column_generation_start, refute
     from .set_dive import dive
     deadline = time.perf_counter() + seconds
+    dive_until = deadline - DIVE_MIN_LEFT * seconds     # halfway dives beside a resisting aim only before this
     try:
         types, sources, exact, pool = column_generation_start(prob, allowed, starts)
         lo, hi = float(floor), np.inf
@@ -124,6 +131,8 @@ def _work(prob, allowed, floor: float, gap: float, starts, seconds: float, best,
                 hi = T
                 out.put(("fits", lo, f"set-partitioning bound: its relaxation fits within {T:.6g} (no proof "
                                      "there: lower thresholds next)"))
+            elif stall and best.value == value and time.perf_counter() >= dive_until:
+                dived_for = value        # the aim resists late in the run: refute it with all the time left
             elif stall and best.value == value and time.perf_counter() < deadline - 1:
                 dived_for = value        # the aim resists: look for a better placement halfway to it, once
                 Td = (T + value) / 2
