@@ -19,7 +19,12 @@ def combos(inst) -> int:
 
 
 def brute_force(inst, objective: str, *, contiguous: str | None = None, overlap: bool = False) -> float:
-    """Best evaluator value over every valid placement (``inf`` if none).
+    """Best evaluator value over every valid placement (``inf`` if none); see :func:`brute_force_many`."""
+    return brute_force_many(inst, (objective,), contiguous=contiguous, overlap=overlap)[objective]
+
+
+def brute_force_many(inst, objectives, *, contiguous: str | None = None, overlap: bool = False) -> dict[str, float]:
+    """Best evaluator value of each objective over every valid placement (``inf`` if none), in one pass.
 
     ``contiguous``: ``"pipeline"`` — pipeline splits (the DP's set, solver ``ilp``);
     ``"forward"`` — every device's forward set convex (``ilp -o device_cycles=true``);
@@ -28,7 +33,7 @@ def brute_force(inst, objective: str, *, contiguous: str | None = None, overlap:
     prob = compile_problem(inst.graph, inst.cluster)
     fwd = [not b for b in prob.backward.tolist()]
     order = pipeline_order(prob) if contiguous == "pipeline" else None
-    best = math.inf
+    best = dict.fromkeys(objectives, math.inf)
     for combo in itertools.product(range(prob.num_devices), repeat=len(prob.groups)):
         dev = np.empty(prob.n, dtype=np.int64)
         for g, d in enumerate(combo):
@@ -42,5 +47,6 @@ def brute_force(inst, objective: str, *, contiguous: str | None = None, overlap:
             continue
         if contiguous == "accelerators" and any(prob.pays[d] for d in nonconvex_devices(prob, dev)):
             continue
-        best = min(best, ev.value(objective))
+        for objective in objectives:
+            best[objective] = min(best[objective], ev.value(objective))
     return best

@@ -157,16 +157,19 @@ def _climb(st: _State, stop: Callable[[], bool]) -> tuple[float, float]:
 
 
 def polish(prob: CompiledProblem, allowed: Sequence[Sequence[int]], dev, *, time_limit: float = 5.0,
-           pinned: set[int] | frozenset = frozenset(), seed: int = 0, kick: int = 3, patience: int = 200,
+           pinned: set[int] | frozenset = frozenset(), seed: int = 0, kick: int = 3, patience: int | None = None,
            target: float = 0.0, cancel: Callable[[], bool] | None = None) -> np.ndarray:
     """A placement (device index per node) at most as high in max-load as ``dev``, after at most
     ``time_limit`` seconds of moves, swaps and kicks (see the module docstring). ``allowed``: the
     devices each group may use (:func:`~viz_place.solvers.groups.allowed_devices`); ``pinned``:
     groups that stay put; ``kick``: random moves per kick; ``patience``: kicks in a row without
-    improvement after which it stops early; ``target``: it stops once the max-load is at most this."""
+    improvement after which it stops early (default: ten per movable group, at least 30 and at most
+    200: a handful of groups has few placements to kick between); ``target``: it stops once the max-load is at most this."""
     deadline = time.perf_counter() + time_limit
     movable = [g for g in range(len(prob.groups)) if g not in pinned and len(allowed[g]) > 1]
     st = _State(prob, allowed, dev, movable, target)
+    if patience is None:
+        patience = min(200, max(30, 10 * len(movable)))
 
     def stop() -> bool:
         return st.at_target or time.perf_counter() > deadline or (cancel is not None and cancel())
