@@ -147,3 +147,29 @@ def test_ilp_noncontig_with_polishing_still_proves_the_brute_force_optimum(monke
         checked += 1
     assert checked >= 6
     assert any(got is not None for got in calls), "no incumbent was ever improved"
+
+
+@pytest.mark.parametrize("n_max", [4, 14])
+def test_patience_scales_with_the_movable_groups(monkeypatch, n_max):
+    """It stops after ten fruitless kicks in a row per movable group (at least 30, at most 200): a handful
+    of groups is not kicked 200 times."""
+    climbs = []                                      # the key each climb ends on: the first, then one per kick
+    real = polish_module._climb
+    monkeypatch.setattr(polish_module, "_climb", lambda st, stop: climbs.append(real(st, stop)) or climbs[-1])
+    checked = 0
+    for seed in range(8900, 8912):
+        inst = random_instance(seed, n_min=n_max - 1, n_max=n_max)
+        prob = compile_problem(inst.graph, inst.cluster)
+        allowed = allowed_devices(prob, inst.pins)
+        movable = sum(len(a) > 1 for a in allowed)
+        if movable == 0:
+            continue
+        climbs.clear()
+        start = [allowed[int(prob.group[v])][0] for v in range(prob.n)]
+        polish(prob, allowed, start, time_limit=60.0)
+        best, fruitless = climbs[0], 0
+        for key in climbs[1:]:
+            best, fruitless = (key, 0) if polish_module._better(key, best) else (best, fruitless + 1)
+        assert fruitless == min(200, max(30, 10 * movable)), (seed, movable, fruitless)
+        checked += 1
+    assert checked >= 10
