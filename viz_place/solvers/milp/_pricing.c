@@ -34,15 +34,6 @@ typedef struct {
     long long bi;     /* index of the set's W words in the layer's bit store */
 } Label;
 
-static int cmp_label(const void *a, const void *b) {
-    const Label *x = (const Label *)a, *y = (const Label *)b;
-    if (x->state != y->state) return x->state < y->state ? -1 : 1;
-    if (x->pi != y->pi) return x->pi > y->pi ? -1 : 1;
-    if (x->load != y->load) return x->load < y->load ? -1 : 1;
-    if (x->mem != y->mem) return x->mem < y->mem ? -1 : 1;
-    return 0;
-}
-
 /* status change of one source when a group it touches is decided (y: the group is in the set);
  * *cut is set when the source becomes cut now */
 static int step_status(int s, int own, int y, int *cut) {
@@ -92,23 +83,58 @@ static int cmp_item(const void *a, const void *b) {
 typedef struct { double load, mem; } Pt;
 
 static int dominated(const Pt *st, int n, double load, double mem) {
-    int lo = 0, hi = n - 1, at = -1;
-    while (lo <= hi) {
-        int mid = (lo + hi) / 2;
-        if (st[mid].load <= load) { at = mid; lo = mid + 1; } else hi = mid - 1;
+    if (n == 0) return 0;
+    const Pt *b = st;   /* the last point with load <= the new one's (branch-free search) */
+    for (int len = n; len > 1;) {
+        int half = len >> 1;
+        b = b[half].load <= load ? b + half : b;
+        len -= half;
     }
-    return at >= 0 && st[at].mem <= mem;
+    return b->load <= load && b->mem <= mem;
 }
 
 static int insert_pt(Pt *st, int n, double load, double mem) {
-    int pos = 0;
-    while (pos < n && st[pos].load < load) pos++;   /* first with load >= new */
+    int pos = 0;   /* first with load >= new (branch-free search) */
+    for (int len = n; len > 0;) {
+        int half = len >> 1;
+        if (st[pos + half].load < load) { pos += half + 1; len -= half + 1; } else len = half;
+    }
     int end = pos;
     while (end < n && st[end].mem >= mem) end++;     /* those the new point dominates */
     memmove(st + pos + 1, st + end, (size_t)(n - end) * sizeof(Pt));
     st[pos].load = load;
     st[pos].mem = mem;
     return n - (end - pos) + 1;
+}
+
+/* a run of children: one parent state's labels with one decision, all to one new state, in label order */
+typedef struct { long long state, start, len; } Run;
+
+static int cmp_run(const void *a, const void *b) {
+    const Run *x = (const Run *)a, *y = (const Run *)b;
+    if (x->state != y->state) return x->state < y->state ? -1 : 1;
+    return x->start < y->start ? -1 : (x->start > y->start);
+}
+
+/* label order within a state: pi descending, then load and memory ascending (what dominance needs) */
+static int before(const Label *x, const Label *y) {
+    if (x->pi != y->pi) return x->pi > y->pi;
+    if (x->load != y->load) return x->load < y->load;
+    return x->mem < y->mem;
+}
+
+/* a min-heap of run cursors by their head label (the k-way merge of one state's runs) */
+typedef struct { long long at, end; } Cursor;
+
+static void sift_down(Cursor *h, int n, int i, const Label *lab) {
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && before(lab + h[l].at, lab + h[m].at)) m = l;
+        if (r < n && before(lab + h[r].at, lab + h[m].at)) m = r;
+        if (m == i) return;
+        Cursor t = h[i]; h[i] = h[m]; h[m] = t;
+        i = m;
+    }
 }
 
 static PyObject *price(PyObject *self, PyObject *args) {
@@ -180,6 +206,9 @@ static PyObject *price(PyObject *self, PyObject *args) {
     Label *cur = NULL, *next = NULL;
     uint64_t *bits_cur = NULL, *bits_next = NULL, *best_bits = calloc(W, sizeof(uint64_t));
     Pt *stair = NULL;
+    Run *runs = NULL;
+    Cursor *heap = NULL;
+    double *lagv = malloc(sizeof(double) * (P > 0 ? P : 1));
     int best_found = 0, gave_up = 0;
     long long total_labels = 0, widest = 0;
     double root = INFINITY;
@@ -286,12 +315,16 @@ static PyObject *price(PyObject *self, PyObject *args) {
             uint64_t *bc = realloc(bits_cur, sizeof(uint64_t) * (size_t)want * W);
             uint64_t *bn = realloc(bits_next, sizeof(uint64_t) * (size_t)want * W);
             Pt *s2 = realloc(stair, sizeof(Pt) * want);
+            Run *r2 = realloc(runs, sizeof(Run) * want);
+            Cursor *h2 = realloc(heap, sizeof(Cursor) * want);
             if (c2) cur = c2;
             if (n2) next = n2;
             if (bc) bits_cur = bc;
             if (bn) bits_next = bn;
             if (s2) stair = s2;
-            if (!c2 || !n2 || !bc || !bn || !s2) { gave_up = 1; goto finish; }
+            if (r2) runs = r2;
+            if (h2) heap = h2;
+            if (!c2 || !n2 || !bc || !bn || !s2 || !r2 || !h2) { gave_up = 1; goto finish; }
             if (cap_labels == 0) {   /* the empty set, before any group */
                 cur[0].state = 0; cur[0].pi = 0; cur[0].load = 0; cur[0].mem = 0; cur[0].bi = 0;
                 memset(bits_cur, 0, sizeof(uint64_t) * W);
@@ -304,25 +337,25 @@ static PyObject *price(PyObject *self, PyObject *args) {
         for (int e = tptr[k]; e < tptr[k + 1]; e++) mark[tsrc[e]] = k;
         const double *kw1 = pw1 + (size_t)(k + 1) * (G + 1), *kv1 = pv1 + (size_t)(k + 1) * (G + 1);
         const double *kw2 = pw2 + (size_t)(k + 1) * (G + 1), *kv2 = pv2 + (size_t)(k + 1) * (G + 1);
+        /* children, state group by state group of the layer (sorted by state): what a decision does to the
+         * sources (the new state, the communication it cuts, what closing would cut, the Lagrangian
+         * completion values) depends on the state only; each (state, decision) gives one run of children in
+         * label order */
         n_next = 0;
-        for (long long l = 0; l < n_cur; l++) {
-            const Label *L = cur + l;
-            long long code = L->state;
+        long long n_runs = 0;
+        for (long long a0 = 0, a1; a0 < n_cur; a0 = a1) {
+            a1 = a0 + 1;
+            while (a1 < n_cur && cur[a1].state == cur[a0].state) a1++;
+            long long code = cur[a0].state;
             for (int j = 0; j < nb; j++) { status[ob[j]] = (int)(code % 6); code /= 6; }
             for (int y = 0; y <= 1; y++) {
-                if (y && (!allowed || L->mem + gmem[k] > captol)) continue;
-                double load = L->load + (y ? work[k] : 0.0);
+                if (y && !allowed) continue;
+                double dload = y ? work[k] : 0.0, dmem = y ? gmem[k] : 0.0, dpi = y ? pi[k] : 0.0;
                 for (int e = tptr[k]; e < tptr[k + 1]; e++) {
                     int i = tsrc[e], cut;
                     newst[i] = step_status(first[i] == k ? U00 : status[i], town[e], y, &cut);
-                    if (cut) load += cost[i];
+                    if (cut) dload += cost[i];
                 }
-                if (load > Ttol) continue;
-                double mem = L->mem + (y ? gmem[k] : 0.0);
-                double pv = L->pi + (y ? pi[k] : 0.0);
-                /* what the groups still to come can add (communication only adds load: ignored) */
-                double ub = fmin(knap(kw1, kv1, nrest[k + 1], T - load), knap(kw2, kv2, nrest[k + 1], cap - mem));
-                if (pv + ub < best - tol) continue;
                 long long state = 0;
                 double close = 0.0;   /* what leaving every group still to come out would cut */
                 for (int j = na - 1; j >= 0; j--) {
@@ -331,41 +364,64 @@ static PyObject *price(PyObject *self, PyObject *args) {
                     state = state * 6 + st_;
                     if (st_ == IN0 || st_ == U10) close += cost[i];
                 }
-                int improves = pv > best && load + close <= Ttol;   /* this set, completed by no more groups */
-                if (P > 0) {
+                for (int p = 0; p < P; p++)
+                    lagv[p] = V[(size_t)p * vptr[G + 1] + vptr[k + 1] + state] + lam[p] * T + (mu[p] != 0 ? mu[p] * cap : 0.0);
+                const long long run_start = n_next;
+                for (long long l = a0; l < a1; l++) {
+                    const Label *L = cur + l;
+                    double mem = L->mem + dmem;
+                    if (y && mem > captol) continue;
+                    double load = L->load + dload;
+                    if (load > Ttol) continue;
+                    double pv = L->pi + dpi;
                     int cut_off = 0;
-                    for (int p = 0; p < P && !cut_off; p++) {
-                        double lag = V[(size_t)p * vptr[G + 1] + vptr[k + 1] + state] + lam[p] * (T - load)
-                                     + (mu[p] != 0 ? mu[p] * (cap - mem) : 0.0);
-                        if (pv + lag < best - tol) cut_off = 1;
-                    }
+                    for (int p = 0; p < P && !cut_off; p++)
+                        if (pv + lagv[p] - lam[p] * load - (mu[p] != 0 ? mu[p] * mem : 0.0) < best - tol) cut_off = 1;
                     if (cut_off) continue;
+                    /* what the groups still to come can add (communication only adds load: ignored) */
+                    double ub = fmin(knap(kw1, kv1, nrest[k + 1], T - load), knap(kw2, kv2, nrest[k + 1], cap - mem));
+                    if (pv + ub < best - tol) continue;
+                    Label *N = next + n_next;
+                    N->state = state; N->pi = pv; N->load = load; N->mem = mem; N->bi = n_next;
+                    uint64_t *nb_ = bits_next + (size_t)n_next * W;
+                    const uint64_t *pb = bits_cur + (size_t)L->bi * W;
+                    for (int w = 0; w < W; w++) nb_[w] = pb[w];
+                    if (y) nb_[k / 64] |= (uint64_t)1 << (k % 64);
+                    n_next++;
+                    if (pv > best && load + close <= Ttol) {   /* this set, completed by no more groups */
+                        best = pv; best_found = 1;
+                        for (int w = 0; w < W; w++) best_bits[w] = nb_[w];
+                    }
                 }
-                Label *N = next + n_next;
-                N->state = state; N->pi = pv; N->load = load; N->mem = mem; N->bi = n_next;
-                uint64_t *nb_ = bits_next + (size_t)n_next * W;
-                memcpy(nb_, bits_cur + (size_t)L->bi * W, sizeof(uint64_t) * W);
-                if (y) nb_[k / 64] |= (uint64_t)1 << (k % 64);
-                n_next++;
-                if (improves) { best = pv; best_found = 1; memcpy(best_bits, nb_, sizeof(uint64_t) * W); }
+                if (n_next > run_start) {
+                    runs[n_runs].state = state; runs[n_runs].start = run_start; runs[n_runs].len = n_next - run_start;
+                    n_runs++;
+                }
             }
         }
-        /* exact dominance within each state: sorted by pi (desc), a label is kept unless a kept one has
-         * load <= and mem <= (the kept ones' (load, mem) staircase answers that) */
-        qsort(next, n_next, sizeof(Label), cmp_label);
+        /* exact dominance within each state: its runs merged by pi (desc), a label is kept unless a kept one
+         * has load <= and mem <= (the kept ones' (load, mem) staircase answers that); the kept labels go to
+         * the consumed layer's array, which becomes the new layer */
+        qsort(runs, n_runs, sizeof(Run), cmp_run);
         long long kept = 0;
-        for (long long a0 = 0; a0 < n_next;) {
-            long long a1 = a0;
-            while (a1 < n_next && next[a1].state == next[a0].state) a1++;
-            int ns = 0;
-            for (long long j = a0; j < a1; j++) {
-                if (dominated(stair, ns, next[j].load, next[j].mem)) continue;
-                ns = insert_pt(stair, ns, next[j].load, next[j].mem);
-                next[kept++] = next[j];
+        for (long long r0 = 0, r1; r0 < n_runs; r0 = r1) {
+            r1 = r0 + 1;
+            while (r1 < n_runs && runs[r1].state == runs[r0].state) r1++;
+            int nh = 0, ns = 0;
+            for (long long r = r0; r < r1; r++) {
+                heap[nh].at = runs[r].start; heap[nh].end = runs[r].start + runs[r].len; nh++;
             }
-            a0 = a1;
+            for (int i = nh / 2 - 1; i >= 0; i--) sift_down(heap, nh, i, next);
+            while (nh > 0) {
+                const Label *x = next + heap[0].at;
+                if (!dominated(stair, ns, x->load, x->mem)) {
+                    ns = insert_pt(stair, ns, x->load, x->mem);
+                    cur[kept++] = *x;
+                }
+                if (++heap[0].at == heap[0].end) heap[0] = heap[--nh];
+                sift_down(heap, nh, 0, next);
+            }
         }
-        Label *tl = cur; cur = next; next = tl;
         uint64_t *tb = bits_cur; bits_cur = bits_next; bits_next = tb;
         n_cur = kept;
         total_labels += kept;
@@ -388,7 +444,8 @@ cleanup:
     free(V); free(vptr);
     free(mark); free(first); free(last); free(tptr); free(tsrc); free(town); free(fill); free(optr); free(olist);
     free(pw1); free(pv1); free(pw2); free(pv2); free(nrest); free(items); free(status); free(newst);
-    free(cur); free(next); free(bits_cur); free(bits_next); free(best_bits); free(stair);
+    free(cur); free(next); free(bits_cur); free(bits_next); free(best_bits); free(stair); free(runs); free(heap);
+    free(lagv);
     PyBuffer_Release(&b_pi); PyBuffer_Release(&b_work); PyBuffer_Release(&b_mem); PyBuffer_Release(&b_own);
     PyBuffer_Release(&b_cost); PyBuffer_Release(&b_sptr); PyBuffer_Release(&b_succ);
     PyBuffer_Release(&b_lam); PyBuffer_Release(&b_mu);
