@@ -227,3 +227,39 @@ def test_a_resisting_aim_is_dived_from_only_in_the_first_half_of_the_workers_tim
     above = [T for T in tried if T > target * (1 + 1e-9)]
     assert above == ([pytest.approx((target + value) / 2)] if halfway else []), tried
     assert tried[1] == (pytest.approx((target + value) / 2) if halfway else pytest.approx(target))
+
+
+def test_the_halfway_dive_takes_its_share_of_the_time_left_in_all(monkeypatch):
+    """The halfway dive beside a resisting aim (its column generation, then the dive in the relaxation) ends
+    by the same deadline, ``DIVE_SHARE`` of the time left when it starts, so the aim is refuted with the rest
+    (on residual_75_s2_training a dive given all the time left once took 140 s and found nothing)."""
+    import queue
+    from types import SimpleNamespace
+    from viz_place.solvers.milp import set_bound, set_bound_worker, set_dive
+    calls = []
+
+    def refute(types, sources, T, *, deadline, **kw):
+        calls.append(("refute", T, time.perf_counter(), deadline))
+        halfway = T > target * (1 + 1e-9)
+        time.sleep(0.02 if halfway else max(0.0, min(deadline, time.perf_counter() + 0.3) - time.perf_counter()))
+        return SimpleNamespace(refuted=False, lp_value=0.0 if halfway else 0.5, pool=[], centre=None,
+                               iterations=1, columns=0, seconds=0.0)
+
+    def dive(prob, types, sources, T, *, deadline, **kw):
+        calls.append(("dive", T, time.perf_counter(), deadline))
+        return None
+    monkeypatch.setattr(set_bound, "refute", refute)
+    monkeypatch.setattr(set_dive, "dive", dive)
+    monkeypatch.setattr(set_bound, "column_generation_start", lambda prob, allowed, starts: (None, None, None, []))
+    monkeypatch.setattr(set_bound_worker, "DIVE_AFTER", 0.3)
+    value, gap = 47.0, 0.01
+    target = value / (1 + gap)
+    end = time.perf_counter() + 4.0
+    set_bound_worker._work(None, [], 40.0, gap, [], 4.0, SimpleNamespace(value=value), queue.Queue())
+    kinds = [c[0] for c in calls]
+    assert kinds[:3] == ["refute", "refute", "dive"], kinds
+    (_, _, started, cg_deadline), (_, T_dive, _, dive_deadline) = calls[1], calls[2]
+    assert T_dive == pytest.approx((target + value) / 2)
+    assert dive_deadline == cg_deadline == pytest.approx(started + set_bound_worker.DIVE_SHARE * (end - started),
+                                                         abs=0.05)
+    assert calls[3][:2] == ("refute", pytest.approx(target))     # then the aim again, with the rest of the time

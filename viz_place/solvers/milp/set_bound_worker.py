@@ -49,7 +49,7 @@ RETARGET = 1e-3
 #: Seconds between reads of the worker's messages by the phases' hooks.
 POLL_EVERY = 0.05
 #: Seconds a threshold may resist before the worker dives once halfway from it to the best value, and the
-#: share of the time left that this dive's column generation may take.
+#: share of the time left that this dive may take in all (its column generation, then the dive itself).
 DIVE_AFTER, DIVE_SHARE = 20.0, 0.5
 #: That dive is tried only while at least this share of the worker's time is left; later, the time goes to
 #: refuting the aim (a placement found late leaves too little time to prove it; the subset search of the
@@ -136,11 +136,11 @@ def _work(prob, allowed, floor: float, gap: float, starts, seconds: float, best,
             elif stall and best.value == value and time.perf_counter() < deadline - 1:
                 dived_for = value        # the aim resists: look for a better placement halfway to it, once
                 Td = (T + value) / 2
-                rd = refute(types, sources, Td, pricers=exact, exact=exact, columns=pool,
-                            deadline=time.perf_counter() + DIVE_SHARE * (deadline - time.perf_counter()))
+                until = time.perf_counter() + DIVE_SHARE * (deadline - time.perf_counter())   # for the whole dive
+                rd = refute(types, sources, Td, pricers=exact, exact=exact, columns=pool, deadline=until)
                 pool = rd.pool
                 if rd.lp_value <= 1e-9:
-                    found(dive(prob, types, sources, Td, pool=pool, first=rd, deadline=deadline, ceiling=value), Td,
+                    found(dive(prob, types, sources, Td, pool=pool, first=rd, deadline=until, ceiling=value), Td,
                           f"{T:.6g} resisted for {DIVE_AFTER:g} s; its relaxation fits within {Td:.6g}")
         out.put(("done", lo, "set-partitioning bound: time is up"))
     except MasterFailed as err:
