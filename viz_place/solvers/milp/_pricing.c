@@ -282,7 +282,8 @@ static PyObject *price(PyObject *self, PyObject *args) {
         }
         goto cleanup;
     }
-    if (maxopen > 24 || lagv == NULL) { gave_up = 1; goto finish; }   /* 6^24 would overflow the state number */
+    if (maxopen > 24) { gave_up = 1; goto finish; }   /* 6^24 would overflow the state number */
+    if (lagv == NULL) { gave_up = 1; goto finish; }   /* no memory for the per-state completion values */
     for (int k = 0; k <= G; k++) {
         int n = 0;
         for (int g = k; g < G; g++)
