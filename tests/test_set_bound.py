@@ -146,6 +146,45 @@ def test_exact_pricing_equals_brute_force(seed):
 
 
 @pytest.mark.skipif(not _pricing_dp_built(), reason="the pricing DP's extension was not built (no C compiler)")
+@pytest.mark.parametrize("seed", range(12))
+def test_lagrangian_bounds_of_the_pricing_dp_are_the_brute_force_dual_values(seed):
+    """The DP's Lagrangian completion tables (indexed by three statuses per open source) give, for any
+    multipliers ``(lam, mu) >= 0``, exactly ``max over all sets S (no load or memory row) of pi(S) - lam
+    load(S) - mu mem(S) + lam T + mu cap`` — the Lagrangian dual value, so never below the best set that fits.
+    Half the instances are small training graphs, whose backward groups put successors before their source
+    in the group order (the statuses with the own group still undecided)."""
+    from viz_place.samples import make_graph
+    if seed % 2:
+        g = make_graph(("residual", "inception", "transformer")[seed // 2 % 3], 8, seed, training=True)
+        inst = Instance(g, g.default_cluster, {}, seed)
+    else:
+        inst = chatty_instance(500 + seed, 7, 11)
+    prob, types, sources, G = _pricing_problem(inst)
+    assert G <= 12
+    rng = np.random.default_rng(seed)
+    subsets = [np.isin(np.arange(G), s) for r in range(G + 1) for s in itertools.combinations(range(G), r)]
+    t = next(t for t in types if t.pay)
+    pricer = ExactPricer(t, sources)
+    T = 0.8 * simple_lower_bound(inst.graph, inst.cluster)[0]
+    sets = np.array([s for s in subsets if np.isfinite(t.work[s]).all()])
+    load = np.array([set_load(t, sources, s) for s in sets])
+    mem = sets @ t.mem
+    fits = (load <= T + 1e-9) & (mem <= t.capacity * (1 + 1e-9))
+    for trial in range(8):      # prices of both signs; multipliers up to where communication decides
+        pi = rng.uniform(-0.3, 1.0, G)
+        lam = rng.uniform(0.0, 0.5 * 10 ** (trial % 3), 4)
+        mu = rng.uniform(0.0, 0.3, 4) * G / t.capacity   # memory in bytes: a price per byte
+        roots = pricer._roots(pi, T, list(lam), list(mu))
+        assert roots is not None and len(roots) == 4
+        value = sets @ pi
+        for p in range(4):
+            dual = float(np.max(value - lam[p] * load - mu[p] * mem)) + lam[p] * T + mu[p] * t.capacity
+            assert roots[p] == pytest.approx(dual, abs=1e-9), (trial, p, roots[p], dual)
+            assert roots[p] >= float(value[fits].max()) - 1e-9
+    assert pricer._roots(pi, T, [0.0], [0.0])[0] == pytest.approx(float(value.max()), abs=1e-9)
+
+
+@pytest.mark.skipif(not _pricing_dp_built(), reason="the pricing DP's extension was not built (no C compiler)")
 def test_exact_pricing_hands_over_to_the_milp_beyond_its_label_limit(monkeypatch):
     from viz_place.solvers.milp import set_pricing
     inst = chatty_instance(301, 8, 9)

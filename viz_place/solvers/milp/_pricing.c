@@ -55,6 +55,14 @@ static int step_status(int s, int own, int y, int *cut) {
     return s;
 }
 
+/* The Lagrangian tables index a state in base 3, not 6: once open, a source's status is one of three,
+ * and which three depends on the position only (its own group decided: IN0, OUT0, DONE; not yet: U10,
+ * U01, DONE). 0 = its decided groups are in the set, 1 = out, 2 = cut. */
+static int to3(int s) { return s == IN0 || s == U10 ? 0 : (s == OUT0 || s == U01 ? 1 : 2); }
+static int from3(int c, int own_decided) {
+    return c == 2 ? DONE : (own_decided ? (c == 0 ? IN0 : OUT0) : (c == 0 ? U10 : U01));
+}
+
 /* fractional knapsack bound: items sorted by ratio (prefix sums of weight and value), capacity cap */
 static double knap(const double *pw, const double *pv, int n, double cap) {
     if (n == 0) return 0.0;
@@ -216,11 +224,11 @@ static PyObject *price(PyObject *self, PyObject *args) {
     const double tol = 1e-9 * (fabs(best) + 1.0);
     /* Lagrangian completion bounds: for multipliers (lam, mu) >= 0 on the load and the memory rows,
      * V[p][k][code] = max over the decisions of groups k.. of sum (pi - lam work - mu mem) - lam * cuts,
-     * from the status code of the sources open before k (communication included, exactly); a label after
-     * group k can then reach at most pi + V[p][k+1][its code] + lam (T - load) + mu (cap - mem). */
+     * from the status code of the sources open before k (communication included, exactly; in base 3, see
+     * to3); a label after group k can then reach at most pi + V[p][k+1][its code] + lam (T - load) + mu (cap - mem). */
     long long *vptr = NULL;
     double *V = NULL;
-    if (maxopen > 7) P = 0;   /* 6^7 codes per position at most */
+    if (maxopen > 14) P = 0;   /* 3^14 codes per position at most */
     if (!isfinite(cap)) for (int p = 0; p < P; p++) if (mu[p] != 0) { P = 0; break; }
     if (P > 0) {
         vptr = malloc(sizeof(long long) * (G + 2));
@@ -228,7 +236,7 @@ static PyObject *price(PyObject *self, PyObject *args) {
         for (int k = 0; k <= G; k++) {
             int nbk = k ? optr[k] - optr[k - 1] : 0;
             long long size = 1;
-            for (int j = 0; j < nbk; j++) size *= 6;
+            for (int j = 0; j < nbk; j++) size *= 3;
             vptr[k + 1] = vptr[k] + size;
         }
         if ((double)P * (double)vptr[G + 1] > (double)(1 << 24)) P = 0;   /* at most 128 MB of tables */
@@ -244,7 +252,7 @@ static PyObject *price(PyObject *self, PyObject *args) {
                 const int allowed = isfinite(work[k]);
                 for (long long c = 0; c < vptr[k + 1] - vptr[k]; c++) {
                     long long code = c;
-                    for (int j = 0; j < nbk; j++) { status[obk[j]] = (int)(code % 6); code /= 6; }
+                    for (int j = 0; j < nbk; j++) { status[obk[j]] = from3((int)(code % 3), own[obk[j]] < k); code /= 3; }
                     double bestv = -INFINITY;
                     for (int y = 0; y <= 1; y++) {
                         if (y && !allowed) continue;
@@ -257,7 +265,7 @@ static PyObject *price(PyObject *self, PyObject *args) {
                         long long nc = 0;
                         for (int j = nak - 1; j >= 0; j--) {
                             int i = oak[j];
-                            nc = nc * 6 + (mark[i] == k ? newst[i] : status[i]);
+                            nc = nc * 3 + to3(mark[i] == k ? newst[i] : status[i]);
                         }
                         v += Vp[vptr[k + 1] + nc];
                         if (v > bestv) bestv = v;
@@ -357,16 +365,17 @@ static PyObject *price(PyObject *self, PyObject *args) {
                     newst[i] = step_status(first[i] == k ? U00 : status[i], town[e], y, &cut);
                     if (cut) dload += cost[i];
                 }
-                long long state = 0;
+                long long state = 0, state3 = 0;
                 double close = 0.0;   /* what leaving every group still to come out would cut */
                 for (int j = na - 1; j >= 0; j--) {
                     int i = oa[j];
                     int st_ = mark[i] == k ? newst[i] : status[i];
                     state = state * 6 + st_;
+                    state3 = state3 * 3 + to3(st_);
                     if (st_ == IN0 || st_ == U10) close += cost[i];
                 }
                 for (int p = 0; p < P; p++)
-                    lagv[p] = V[(size_t)p * vptr[G + 1] + vptr[k + 1] + state] + lam[p] * T + (mu[p] != 0 ? mu[p] * cap : 0.0);
+                    lagv[p] = V[(size_t)p * vptr[G + 1] + vptr[k + 1] + state3] + lam[p] * T + (mu[p] != 0 ? mu[p] * cap : 0.0);
                 const long long run_start = n_next;
                 for (long long l = a0; l < a1; l++) {
                     const Label *L = cur + l;
