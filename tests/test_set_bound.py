@@ -322,9 +322,11 @@ def test_a_failed_master_lp_skips_the_set_bound_and_the_integer_program_still_pr
 def _milp_runs_until_stopped(monkeypatch, given: list, on_start=lambda: None):
     """The integer program ends as if it ran until stopped (its bound only the floor's): beside the set bound,
     by the hooks (the set bound settling the gap, or a cancel) or after 30 s; else at once; ``given`` records
-    each time limit it got, ``on_start`` is called as it starts."""
-    from viz_place.solvers.milp import max_load
+    each time limit it got, ``on_start`` is called as it starts. The set bound's worker is not told the bounds
+    it proves meanwhile (else it could stop, the gap settled by them, where the point is its own proof)."""
+    from viz_place.solvers.milp import max_load, set_bound_worker
     real = max_load.solve_milp
+    monkeypatch.setattr(set_bound_worker.SetBoundWorker, "proven_elsewhere", lambda self, bound: None)
 
     def until_stopped(lp, **kw):
         given.append(kw["time_limit"])
@@ -448,3 +450,35 @@ def test_a_worker_that_dies_is_not_waited_for():
         assert w.bound >= floor
     finally:
         w.stop()
+
+
+def test_prices_alone_certify_only_thresholds_below_the_brute_force_optimum():
+    """:func:`certified_threshold`: whatever the prices (a refutation's, one cut short, or random ones), the
+    threshold they certify is below the brute-force optimum (at the optimum a placement fits); a refutation's
+    prices certify the lower half of its threshold's range, and prices of a column generation cut short at
+    the optimum (where nothing can be refuted) still certify something above the floor on some instances."""
+    from viz_place.solvers.milp.set_bound import certificate, certified_threshold, column_generation_start
+    rng = np.random.default_rng(0)
+    checked = below_refuted = from_short = 0
+    for seed, inst, best, prob, floor in _brute_forced_chatty(40):
+        types, sources, exact, pool = column_generation_start(prob, allowed_devices(prob, inst.pins))
+        T1 = floor + 0.9 * (best - floor)
+        r1 = refute(types, sources, T1, pricers=exact, exact=exact, columns=pool, deadline=time.perf_counter() + 5)
+        short = refute(types, sources, best, pricers=exact, exact=exact, columns=pool,
+                       deadline=time.perf_counter() + 0.05)
+        G = len(prob.groups)
+        for pi in [p for p in (r1.centre, short.centre) if p is not None] + [rng.uniform(-0.2, 1.0, G)]:
+            got = certified_threshold(types, exact, pi, floor, best * 1.5, deadline=time.perf_counter() + 10,
+                                      steps=10)
+            assert floor <= got < best * (1 - 1e-9) or got == floor, (seed, floor, got, best)
+            assert not certificate(types, exact, pi, best, deadline=time.perf_counter() + 10) > 1e-6, seed
+        if r1.refuted:
+            got = certified_threshold(types, exact, r1.centre, floor, T1, deadline=time.perf_counter() + 10)
+            assert got >= floor + (T1 - floor) * (1 - 2 ** -6) - 1e-9, (seed, floor, got, T1)  # all of it
+            below_refuted += 1
+        if short.centre is not None:
+            from_short += certified_threshold(types, exact, short.centre, floor, best,
+                                              deadline=time.perf_counter() + 10) > floor
+        checked += 1
+    print(f"prices cut short at the optimum certified above the floor on {from_short} of {checked}")
+    assert checked >= 20 and below_refuted >= 5 and from_short >= 1, (checked, below_refuted, from_short)

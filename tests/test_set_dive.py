@@ -231,8 +231,9 @@ def test_a_resisting_aim_is_dived_from_only_in_the_first_half_of_the_workers_tim
 
 def test_the_halfway_dive_takes_its_share_of_the_time_left_in_all(monkeypatch):
     """The halfway dive beside a resisting aim (its column generation, then the dive in the relaxation) ends
-    by the same deadline, ``DIVE_SHARE`` of the time left when it starts, so the aim is refuted with the rest
-    (on residual_75_s2_training a dive given all the time left once took 140 s and found nothing)."""
+    by the same deadline, ``DIVE_SHARE`` of the time left when it starts but at most ``DIVE_MAX_SHARE`` of the
+    worker's time, so the aim is refuted with the rest (on residual_75_s2_training a dive given all the time
+    left once took 140 s and found nothing; on inception_100_s2_training one took 114 s of 250)."""
     import queue
     from types import SimpleNamespace
     from viz_place.solvers.milp import set_bound, set_bound_worker, set_dive
@@ -260,6 +261,67 @@ def test_the_halfway_dive_takes_its_share_of_the_time_left_in_all(monkeypatch):
     assert kinds[:3] == ["refute", "refute", "dive"], kinds
     (_, _, started, cg_deadline), (_, T_dive, _, dive_deadline) = calls[1], calls[2]
     assert T_dive == pytest.approx((target + value) / 2)
-    assert dive_deadline == cg_deadline == pytest.approx(started + set_bound_worker.DIVE_SHARE * (end - started),
-                                                         abs=0.05)
+    share = min(set_bound_worker.DIVE_SHARE * (end - started), set_bound_worker.DIVE_MAX_SHARE * 4.0)
+    assert dive_deadline == cg_deadline == pytest.approx(started + share, abs=0.05)
     assert calls[3][:2] == ("refute", pytest.approx(target))     # then the aim again, with the rest of the time
+
+
+def test_a_resisting_aim_leaves_the_worker_proving_lower_thresholds_from_the_best_bound(monkeypatch):
+    """The worker's loop (column generation stubbed: nothing is ever refuted or fits; each attempt runs to
+    its deadline): the prices of an attempt cut short are probed for a lower threshold they prove; once the
+    aim resists (``RESIST_MIN_S`` here), the next threshold is halfway from the best bound proven — its own
+    or the integer program's (``proven``) — up to the lowest threshold that resisted; when the integer
+    program proves more than that, the aim is tried again."""
+    import queue
+    from types import SimpleNamespace
+    from viz_place.solvers.milp import set_bound, set_bound_worker
+    tried, probes = [], []
+    proven = SimpleNamespace(value=45.0)
+
+    def refute(types, sources, T, *, deadline, **kw):
+        tried.append(T)
+        if len(tried) == 5:
+            proven.value = 46.1          # the integer program proves more than every threshold that resisted
+        time.sleep(max(0.0, deadline - time.perf_counter()))
+        return SimpleNamespace(refuted=False, lp_value=0.5, pool=[], centre=np.ones(3), iterations=1, columns=0,
+                               seconds=0.2)
+
+    def certified_threshold(types, exact, pi, lo, hi, *, deadline, steps=6):
+        probes.append((lo, hi))
+        return lo + 0.5 if len(probes) == 1 else lo      # the first attempt's prices prove 0.5 more
+    monkeypatch.setattr(set_bound, "refute", refute)
+    monkeypatch.setattr(set_bound, "certified_threshold", certified_threshold)
+    monkeypatch.setattr(set_bound, "column_generation_start", lambda prob, allowed, starts: (None, None, None, []))
+    monkeypatch.setattr(set_bound_worker, "DIVE_AFTER", 0.2)
+    monkeypatch.setattr(set_bound_worker, "DIVE_MIN_LEFT", 1.0)       # no halfway dive
+    monkeypatch.setattr(set_bound_worker, "RESIST_MIN_S", 0.2)
+    monkeypatch.setattr(set_bound_worker, "RESIST_SHARE", 0.0)
+    out, value, gap = queue.Queue(), 47.0, 0.01
+    set_bound_worker._work(None, [], 40.0, gap, [], 2.0, SimpleNamespace(value=value), out, proven)
+    said = []
+    while not out.empty():
+        said.append(out.get())
+    A = value / (1 + gap)
+    assert len(tried) >= 6, tried
+    assert probes[0] == (45.0, pytest.approx(A))                      # above the integer program's bound
+    assert ("bound", 45.5) == said[0][:2] and "prices of" in said[0][2]
+    assert tried[:4] == [pytest.approx(A), pytest.approx(A), pytest.approx((45.5 + A) / 2),
+                         pytest.approx((45.5 + (45.5 + A) / 2) / 2)], tried
+    assert [m[0] for m in said[1:3]] == ["resists", "resists"] and "lower thresholds next" in said[1][2]
+    assert tried[5] == pytest.approx(A), tried        # 46.1 proven above every resisted one: the aim again
+    assert said[-1][0] == "done"
+
+
+def test_the_worker_stops_once_the_integer_programs_bound_settles_the_gap(monkeypatch):
+    """A bound proven by the integer program that settles the gap ends the worker before any refutation."""
+    import queue
+    from types import SimpleNamespace
+    from viz_place.solvers.milp import set_bound, set_bound_worker
+    tried = []
+    monkeypatch.setattr(set_bound, "refute", lambda *a, **kw: tried.append(a[2]))
+    monkeypatch.setattr(set_bound, "column_generation_start", lambda prob, allowed, starts: (None, None, None, []))
+    out = queue.Queue()
+    set_bound_worker._work(None, [], 40.0, 0.01, [], 2.0, SimpleNamespace(value=47.0), out,
+                           SimpleNamespace(value=46.6))         # 47 / 46.6 - 1 = 0.86 %
+    kind, lo, message = out.get_nowait()
+    assert (kind, lo, tried) == ("done", 40.0, []) and "46.6 settles the gap" in message

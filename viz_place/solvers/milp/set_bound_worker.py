@@ -3,18 +3,23 @@
 Run after the integer program (:func:`.set_bound.raise_bound_by_set_partition`), the set bound takes its
 time from it. On a machine with a second core it can instead run for the whole run in a process of its
 own (:class:`SetBoundWorker`, started with ``spawn``: nothing of the parent's threads or HiGHS state is
-inherited): the parent hands it every better placement's value, and it refutes the threshold that would
-settle the requested gap, ``value / (1 + gap)`` (:func:`aim`), abandoning it for a lower one when a better
-placement lowers the aim by ``RETARGET``, and proving lower thresholds meanwhile where the aim cannot be
-proven (its relaxation fits); without a gap each threshold halves the current one. (Refuting the
-thresholds on the way up costs about as much as refuting each alone: on residual_75_s2_training, carrying
-the columns from 45.9 up to 46.2 took 207 s, refuting 46.2 alone 125 s.) Each refuted threshold is a bound
-over all placements; the parent's phases see it through :class:`BesideHooks` (reported as the run's bound,
-and stopping the phase once it settles the gap). Where a threshold's relaxation fits below the best value,
-and once per best value when the aim resists in the first half of its time (:data:`DIVE_MIN_LEFT`; later
-it refutes the aim with all the time left), the worker dives in the relaxation for a better placement
-(:mod:`.set_dive`) and sends it to the parent, which keeps it when the evaluator confirms its value
-(``placement``: the parent hands it to HiGHS and to the subset search).
+inherited): the parent hands it every better placement's value and every bound its integer program
+proves, and it refutes the threshold that would settle the requested gap, ``value / (1 + gap)``
+(:func:`aim`), abandoning it for a lower one when a better placement lowers the aim by ``RETARGET``. Where
+the aim cannot be proven — its relaxation fits, or it *resists* (neither refuted nor fitting after
+:data:`RESIST_SHARE` of the time) — it proves lower thresholds meanwhile, each halfway from the best bound
+proven (its own or the integer program's) up to the lowest such threshold; without a gap each threshold
+halves the current one. (Refuting the thresholds on the way up costs about as much as refuting each alone:
+on residual_75_s2_training, carrying the columns from 45.9 up to 46.2 took 207 s, refuting 46.2 alone
+125 s; but on inception_100_s2_training the aims, value / 1.01 of placements of 64-65, are beyond the
+relaxation's reach, which lies between 63.45 and 64.05, and a worker that only aimed proved nothing in
+300 s.) Each refuted threshold is a bound over all placements; the parent's phases see it through
+:class:`BesideHooks` (reported as the run's bound, and stopping the phase once it settles the gap). Where a
+threshold's relaxation fits below the best value, and once per best value when the aim resists in the first
+half of its time (:data:`DIVE_MIN_LEFT`), the worker dives in the relaxation for a better placement
+(:mod:`.set_dive`; at most :data:`DIVE_MAX_SHARE` of its time each) and sends it to the parent, which
+keeps it when the evaluator confirms its value (``placement``: the parent hands it to HiGHS and to the
+subset search).
 
 >>> from viz_place.testing import random_instance
 >>> from viz_place.cost import compile_problem, simple_lower_bound, evaluate_indices
@@ -55,6 +60,14 @@ DIVE_AFTER, DIVE_SHARE = 20.0, 0.5
 #: refuting the aim (a placement found late leaves too little time to prove it; the subset search of the
 #: integer program's process looks for better placements then).
 DIVE_MIN_LEFT = 0.5
+#: No dive takes more than this share of the worker's time (on inception_100_s2_training a dive above the
+#: best value took 114 s of 250 and found nothing; the ones that found a placement took 14 s).
+DIVE_MAX_SHARE = 0.15
+#: A threshold neither refuted nor fitting after this share of the worker's time (at least
+#: ``RESIST_MIN_S`` seconds) *resists*: until the aim drops below it, the worker refutes lower thresholds,
+#: halfway from the best bound proven (its own or the integer program's) up to it, so that its time still
+#: raises the bound where the aim is beyond its relaxation's reach.
+RESIST_SHARE, RESIST_MIN_S = 0.15, 10.0
 
 
 def second_core() -> bool:
@@ -78,21 +91,29 @@ def aim(value: float, lo: float, hi: float, gap: float) -> float:
     return value / (1 + gap) if gap > 0 else (lo + min(value, hi)) / 2
 
 
-def _work(prob, allowed, floor: float, gap: float, starts, seconds: float, best, out) -> None:
+def _work(prob, allowed, floor: float, gap: float, starts, seconds: float, best, out, proven=None) -> None:
     """The worker process: refute thresholds (see :func:`aim`; while the aim is above one at which the
-    relaxation fits, halfway up to that one) until ``seconds`` have passed, abandoning a threshold when the
-    aim drops by ``RETARGET``; where the relaxation fits below the best value, dive in it for a placement
-    (:func:`.set_dive.dive`); when the aim resists for ``DIVE_AFTER`` seconds, dive once halfway between it
-    and the best value — only in the first half of ``seconds`` (:data:`DIVE_MIN_LEFT`): later the aim gets
-    all the time left. Every refuted threshold, placement found and why it stopped go to ``out``; ``best``
-    holds the best value known (the parent's and its own)."""
-    from .set_bound import MasterFailed, column_generation_start, refute
+    relaxation fits or one that resisted, halfway up to the lower of those from the best bound proven)
+    until ``seconds`` have passed, abandoning a threshold when the aim drops below it by ``RETARGET``; a
+    threshold that resists (:data:`RESIST_SHARE`) is left for lower ones until the aim drops below it;
+    where the relaxation fits below the best value, dive in it for a placement (:func:`.set_dive.dive`);
+    when the aim resists for ``DIVE_AFTER`` seconds, dive once halfway between it and the best value — only
+    in the first half of ``seconds`` (:data:`DIVE_MIN_LEFT`). Every refuted threshold, placement found and
+    why it stopped go to ``out``; ``best`` holds the best value known (the parent's and its own),
+    ``proven`` (optional) the best bound the parent's integer program has proven."""
+    from .set_bound import MasterFailed, certified_threshold, column_generation_start, refute
     from .set_dive import dive
     deadline = time.perf_counter() + seconds
     dive_until = deadline - DIVE_MIN_LEFT * seconds     # halfway dives beside a resisting aim only before this
+    resist = max(RESIST_MIN_S, RESIST_SHARE * seconds)
+    dive_cap = DIVE_MAX_SHARE * seconds
+
+    def dive_end() -> float:
+        return min(deadline, time.perf_counter() + dive_cap)
     try:
         types, sources, exact, pool = column_generation_start(prob, allowed, starts)
         lo, hi = float(floor), np.inf
+        resisted = np.inf           # the lowest threshold that resisted (neither refuted nor fitting in time)
         dived_for = np.inf          # the best value for which a dive beside a resisting aim was tried
         centre = None               # the best certificate's prices so far: the next threshold starts from them
 
@@ -105,43 +126,63 @@ def _work(prob, allowed, floor: float, gap: float, starts, seconds: float, best,
 
         while time.perf_counter() < deadline - 0.5:
             target = aim(best.value, lo, hi, gap)
-            T = target if target < hi else (lo + hi) / 2      # the aim cannot be proven: something lower meanwhile
-            if target <= lo * (1 + 1e-9):          # the gap is settled (and stays so: the value only falls)
-                out.put(("done", lo, f"set-partitioning bound: {lo:.6g} settles the gap"))
+            base = max(lo, float(proven.value)) if proven is not None else lo    # proven, by either
+            if resisted <= base * (1 + 1e-6):      # proven meanwhile (by the integer program): the aim again
+                resisted = np.inf
+            top = min(hi, resisted)
+            T = target if target < top else (base + top) / 2    # the aim out of reach: something lower meanwhile
+            if target <= base * (1 + 1e-9):          # the gap is settled (and stays so: the value only falls)
+                out.put(("done", lo, f"set-partitioning bound: {base:.6g} settles the gap"))
                 return
-            if T <= lo * (1 + 1e-6):       # nothing left to prove: the value (gap 0) or the relaxation is at lo
+            if T <= base * (1 + 1e-6):     # nothing left to prove: the value (gap 0) or the relaxation is at lo
                 why = f"its relaxation fits within {hi:.6g}: it cannot prove more" if hi < best.value else \
-                    f"{lo:.6g} settles the gap"
+                    f"{base:.6g} settles the gap"
                 out.put(("done", lo, f"set-partitioning bound: {why}"))
                 return
             value = best.value
             stall = value < dived_for and T == target
+            started = time.perf_counter()
             r = refute(types, sources, T, pricers=exact, exact=exact, columns=pool,
-                       deadline=min(deadline, time.perf_counter() + DIVE_AFTER) if stall else deadline,
-                       cancelled=lambda: aim(best.value, lo, hi, gap) < target * (1 - RETARGET), centre=centre)
+                       deadline=min(deadline, started + (DIVE_AFTER if stall else resist)),
+                       cancelled=lambda T=T: aim(best.value, lo, hi, gap) < T * (1 - RETARGET), centre=centre)
             pool, centre = r.pool, (r.centre if r.centre is not None else centre)
+            if not r.refuted and r.lp_value > 1e-9 and r.centre is not None and \
+                    aim(best.value, lo, hi, gap) >= T * (1 - RETARGET):
+                # out of time at T: its best prices may still prove a lower threshold (a few pricings)
+                below = max(lo, float(proven.value)) if proven is not None else lo
+                got = certified_threshold(types, exact, r.centre, below, T,
+                                          deadline=min(deadline, time.perf_counter() + dive_cap))
+                if got > below:
+                    lo = got
+                    out.put(("bound", got, f"set-partitioning bound: nothing fits within {got:.6g} (proven by the "
+                                           f"prices of {r.seconds:.0f} s of column generation at {T:.6g})"))
             if r.refuted:
                 lo = T
                 out.put(("bound", T, f"set-partitioning bound: nothing fits within {T:.6g} (proven, "
                                      f"{r.iterations} rounds, {r.columns} columns, {r.seconds:.1f} s)"))
             elif r.lp_value <= 1e-9:
-                if T < best.value and found(dive(prob, types, sources, T, pool=pool, first=r, deadline=deadline,
+                if T < best.value and found(dive(prob, types, sources, T, pool=pool, first=r, deadline=dive_end(),
                                                  ceiling=best.value), T, f"its relaxation fits within {T:.6g}"):
                     continue
                 hi = T
                 out.put(("fits", lo, f"set-partitioning bound: its relaxation fits within {T:.6g} (no proof "
                                      "there: lower thresholds next)"))
             elif stall and best.value == value and time.perf_counter() >= dive_until:
-                dived_for = value        # the aim resists late in the run: refute it with all the time left
+                dived_for = value        # the aim resists late in the run: refute it, then lower ones
             elif stall and best.value == value and time.perf_counter() < deadline - 1:
                 dived_for = value        # the aim resists: look for a better placement halfway to it, once
                 Td = (T + value) / 2
-                until = time.perf_counter() + DIVE_SHARE * (deadline - time.perf_counter())   # for the whole dive
+                until = min(dive_end(), time.perf_counter() + DIVE_SHARE * (deadline - time.perf_counter()))
                 rd = refute(types, sources, Td, pricers=exact, exact=exact, columns=pool, deadline=until)
                 pool = rd.pool
                 if rd.lp_value <= 1e-9:
                     found(dive(prob, types, sources, Td, pool=pool, first=rd, deadline=until, ceiling=value), Td,
                           f"{T:.6g} resisted for {DIVE_AFTER:g} s; its relaxation fits within {Td:.6g}")
+            elif not stall and time.perf_counter() - started >= resist - 1e-3 and \
+                    aim(best.value, lo, hi, gap) >= T * (1 - RETARGET):
+                resisted = T             # out of reach in the time given: lower thresholds until the aim drops
+                out.put(("resists", lo, f"set-partitioning bound: {T:.6g} neither refuted nor fitting after "
+                                        f"{resist:.0f} s: lower thresholds next"))
         out.put(("done", lo, "set-partitioning bound: time is up"))
     except MasterFailed as err:
         out.put(("done", float(floor), f"set-partitioning bound skipped: {err}"))
@@ -169,10 +210,12 @@ class SetBoundWorker:
         self.messages: list[tuple[float, str]] = []
         self.finished = self._stopped = False
         self._best = ctx.Value("d", float(value), lock=False)
+        self._proven = ctx.Value("d", float(floor), lock=False)
         self._out = ctx.Queue()
         self._proc = ctx.Process(target=_work, name="viz-place set bound", daemon=True,
                                  args=(prob, [list(a) for a in allowed], float(floor), float(gap),
-                                       [np.asarray(d) for d in starts], float(seconds), self._best, self._out))
+                                       [np.asarray(d) for d in starts], float(seconds), self._best, self._out,
+                                       self._proven))
         self._proc.start()
 
     def offer(self, value: float | None) -> None:
@@ -180,6 +223,16 @@ class SetBoundWorker:
         if value is not None and np.isfinite(value) and value < self.value:
             self.value = float(value)
             self._best.value = self.value
+
+    @property
+    def proven(self) -> float:
+        """The best bound the integer program has proven (as handed to :meth:`proven_elsewhere`)."""
+        return float(self._proven.value)
+
+    def proven_elsewhere(self, bound: float | None) -> None:
+        """The integer program has proven ``bound`` (the worker's lower thresholds start above it)."""
+        if bound is not None and np.isfinite(bound) and bound > self._proven.value:
+            self._proven.value = float(bound)
 
     def poll(self) -> list[tuple[float, str]]:
         """What the worker proved or said since the last poll, as ``(bound, message)``; raises ``bound``."""
@@ -259,8 +312,9 @@ class BesideHooks(Hooks):
         self._next_poll = now + POLL_EVERY
         for _, message in self.worker.poll():
             w = self.worker
-            super().report(0.0, message, force=True, bound=w.bound, incumbent=w.value,
-                           data=progress_data(self.elapsed, w.value, w.bound))
+            bound = max(w.bound, w.proven)        # the best proven, the integer program's or the worker's
+            super().report(0.0, message, force=True, bound=bound, incumbent=w.value,
+                           data=progress_data(self.elapsed, w.value, bound))
 
     @property
     def cancelled(self) -> bool:
@@ -270,6 +324,7 @@ class BesideHooks(Hooks):
     def report(self, fraction: float | None = None, message: str = "", *, force: bool = False, **kw) -> None:
         w = self.worker
         w.offer(kw.get("incumbent"))
+        w.proven_elsewhere(kw.get("bound"))
         self._collect()
         changed = False
         if w.bound > w.floor and (kw.get("bound") is None or kw["bound"] < w.bound):   # the best bound proven
