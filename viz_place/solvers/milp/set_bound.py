@@ -38,8 +38,8 @@ from .options import SET_BOUND_AUTO_MIN_S, SET_BOUND_AUTO_SHARE, SET_BOUND_BESID
 from .set_pricing import (DeviceType, ExactPricer, LocalPricer, Pricer, Sources, device_types, exact_pricing_built,
                           set_load)
 
-__all__ = ["DeviceType", "ExactPricer", "certificate", "certified_threshold", "LocalPricer", "MasterFailed", "Pricer", "Refutation", "SetBound", "Sources",
-           "column_generation_start", "device_types", "placement_columns", "raise_bound_by_set_partition", "refute", "run_set_bound", "set_load",
+__all__ = ["DeviceType", "ExactPricer", "LocalPricer", "MasterFailed", "Pricer", "Refutation", "SetBound", "Sources",
+           "certificate", "certified_threshold", "column_generation_start", "device_types", "placement_columns", "raise_bound_by_set_partition", "refute", "run_set_bound", "set_load",
            "set_bound_mode", "set_bound_share", "set_partition_bound", "wants_set_bound"]
 
 #: A refutation counts only when its certificate is above this (the prices are a fraction of 1 each).

@@ -117,6 +117,14 @@ def _work(prob, allowed, floor: float, gap: float, starts, seconds: float, best,
         dived_for = np.inf          # the best value for which a dive beside a resisting aim was tried
         centre = None               # the best certificate's prices so far: the next threshold starts from them
 
+        def proven_base() -> float:
+            """The best bound proven, the worker's own or the integer program's."""
+            return max(lo, float(proven.value)) if proven is not None else lo
+
+        def still_aimed(T: float) -> bool:
+            """Whether ``T`` is still wanted: the aim has not dropped below it by ``RETARGET``."""
+            return aim(best.value, lo, hi, gap) >= T * (1 - RETARGET)
+
         def found(got, T: float, how: str) -> bool:
             if got is None or not got[1] < best.value * (1 - 1e-9):
                 return False
@@ -126,7 +134,7 @@ def _work(prob, allowed, floor: float, gap: float, starts, seconds: float, best,
 
         while time.perf_counter() < deadline - 0.5:
             target = aim(best.value, lo, hi, gap)
-            base = max(lo, float(proven.value)) if proven is not None else lo    # proven, by either
+            base = proven_base()
             if resisted <= base * (1 + 1e-6):      # proven meanwhile (by the integer program): the aim again
                 resisted = np.inf
             top = min(hi, resisted)
@@ -144,12 +152,11 @@ def _work(prob, allowed, floor: float, gap: float, starts, seconds: float, best,
             started = time.perf_counter()
             r = refute(types, sources, T, pricers=exact, exact=exact, columns=pool,
                        deadline=min(deadline, started + (DIVE_AFTER if stall else resist)),
-                       cancelled=lambda T=T: aim(best.value, lo, hi, gap) < T * (1 - RETARGET), centre=centre)
+                       cancelled=lambda T=T: not still_aimed(T), centre=centre)
             pool, centre = r.pool, (r.centre if r.centre is not None else centre)
-            if not r.refuted and r.lp_value > 1e-9 and r.centre is not None and \
-                    aim(best.value, lo, hi, gap) >= T * (1 - RETARGET):
+            if not r.refuted and r.lp_value > 1e-9 and r.centre is not None and still_aimed(T):
                 # out of time at T: its best prices may still prove a lower threshold (a few pricings)
-                below = max(lo, float(proven.value)) if proven is not None else lo
+                below = proven_base()
                 got = certified_threshold(types, exact, r.centre, below, T,
                                           deadline=min(deadline, time.perf_counter() + dive_cap))
                 if got > below:
@@ -178,8 +185,7 @@ def _work(prob, allowed, floor: float, gap: float, starts, seconds: float, best,
                 if rd.lp_value <= 1e-9:
                     found(dive(prob, types, sources, Td, pool=pool, first=rd, deadline=until, ceiling=value), Td,
                           f"{T:.6g} resisted for {DIVE_AFTER:g} s; its relaxation fits within {Td:.6g}")
-            elif not stall and time.perf_counter() - started >= resist - 1e-3 and \
-                    aim(best.value, lo, hi, gap) >= T * (1 - RETARGET):
+            elif not stall and time.perf_counter() - started >= resist - 1e-3 and still_aimed(T):
                 resisted = T             # out of reach in the time given: lower thresholds until the aim drops
                 out.put(("resists", lo, f"set-partitioning bound: {T:.6g} neither refuted nor fitting after "
                                         f"{resist:.0f} s: lower thresholds next"))
