@@ -64,8 +64,9 @@ def _wait_plot(lab, title, col, want, timeout_ms=30000):
     return lab.page.wait_for_function(js, arg=[title, col, want], timeout=timeout_ms, polling=100).json_value()
 
 
-def _fill(lab, label, value):
-    box = lab.page.locator(".widget-text", has=lab.page.locator("label", has_text=re.compile(rf"^{label}$"))).first
+def _fill(lab, label, value, within=None):
+    scope = lab.page.locator(within).first if within else lab.page
+    box = scope.locator(".widget-text", has=lab.page.locator("label", has_text=re.compile(rf"^{label}$"))).first
     inp = box.locator("input")
     inp.wait_for(timeout=20000)
     inp.fill(value)
@@ -74,8 +75,10 @@ def _fill(lab, label, value):
 
 def _run_solver(lab, name, options=None):
     lab.select("solver", name)
+    form = f".vp-options-{name}"    # this solver's form, not the previous one still on the page
+    lab.page.locator(form).first.wait_for(timeout=20000)
     for k, v in (options or {}).items():
-        _fill(lab, k, v)
+        _fill(lab, k, v, within=form)
     before = lab.metrics_text()
     lab.click_button("Run")
     return lab.wait_text_change(lab.metrics_text, before, timeout=60)
@@ -132,7 +135,8 @@ def test_trade_offs_sweep_and_restore_in_jupyterlab(tmp_path):
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and (_plot(lab, "accelerator sweep", "count") or {}).get("n") != 2:
             time.sleep(0.2)
-        assert _plot(lab, "accelerator sweep", "count")["n"] == 2
+        status = page.get_by_text(re.compile("sweep done")).first.inner_text()
+        assert _plot(lab, "accelerator sweep", "count")["n"] == 2, (status, _plot(lab, "accelerator sweep", "count"))
         lab.open_tab("Load & export")
         lab.select("sample", "chain")
         lab.click_button("Load sample")

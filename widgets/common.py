@@ -14,6 +14,8 @@ from typing import Any
 
 from jupyter_bokeh import BokehModel
 
+from .bokeh_sync import UI_LOCK, EchoFilter
+
 
 def escape_text(text: Any) -> str:
     return html.escape(str(text))
@@ -127,23 +129,69 @@ class BokehWidget(BokehModel):
       is re-serialised from the live figure (upstream sends the figure as first embedded);
     * ``retire`` closes the widget a few seconds later: a view being removed from the page
       still reports its new size (4 messages); closing at once makes the kernel log
-      "No such comm" for each.
+      "No such comm" for each;
+    * the page's echoes of what the kernel sent are dropped, and every change holds
+      :data:`~viz_place.widgets.bokeh_sync.UI_LOCK` (see :mod:`viz_place.widgets.bokeh_sync`).
     """
 
     _dirty = False
+    _echoes: EchoFilter | None = None
+
+    @property
+    def echoes(self) -> EchoFilter:
+        if self._echoes is None:
+            self._echoes = EchoFilter()
+        return self._echoes
 
     def _document_patched(self, event) -> None:
-        self._dirty = True
-        super()._document_patched(event)
+        with UI_LOCK:
+            self._dirty = True
+            if event.setter is not self:
+                self.echoes.sent(event)
+            super()._document_patched(event)
+
+    def _sync_model(self, _model, content: dict[str, Any], _buffers) -> None:
+        """A message from the page: applied unless it is the echo of something sent."""
+        if content.get("event", "") != "jsevent":
+            return
+        with UI_LOCK:
+            self._apply_page_event({k: v for k, v in content.items() if k != "event"})
+
+    def _apply_page_event(self, content: dict[str, Any]) -> None:
+        # upstream BokehModel._sync_model, with echoes dropped
+        from bokeh.core.serialization import Deserializer, Serialized
+        from bokeh.models import ColumnDataSource
+        doc = self._document
+        if doc is None:
+            return
+        kind, model_id, attr = content.get("kind"), (content.get("model") or {}).get("id"), content.get("attr")
+        if kind in ("ColumnsStreamed", "ColumnsPatched") and self.echoes.is_echo_append(model_id, attr, kind + "Event"):
+            return
+        event = Deserializer(list(doc.models), setter=self).deserialize(Serialized(content=content, buffers=[]))
+        if kind == "ModelChanged":
+            model, new = event["model"], event["new"]
+            if self.echoes.is_echo_value(model.id, attr, new):
+                return
+            descriptor = model.lookup(attr)
+            new = descriptor.property.prepare_value(model, descriptor.name, new)
+            # (upstream also calls the model's callbacks again after this: each ran twice)
+            descriptor._set(model, descriptor._get(model), new, setter=self)
+        elif kind == "ColumnsStreamed" and isinstance(event["model"], ColumnDataSource):
+            event["model"]._stream(event["data"], event["rollover"], setter=self)
+        elif kind == "ColumnsPatched" and isinstance(event["model"], ColumnDataSource):
+            event["model"].patch(event["patches"], setter=self)
+        elif kind == "MessageSent" and event["msg_type"] == "bokeh_event":
+            doc.callbacks.trigger_event(event["msg_data"])
 
     def get_state(self, key=None, drop_defaults=False):
         wants_bundle = key is None or key == "render_bundle" or (not isinstance(key, str)
                                                                  and "render_bundle" in key)
-        if self._dirty and wants_bundle and getattr(self, "_model", None) is not None:
-            # Re-serialise without a change notification (that would re-render every view).
-            self._trait_values["render_bundle"] = self._model_to_traits(self._model)
-            self._dirty = False
-        return super().get_state(key=key, drop_defaults=drop_defaults)
+        with UI_LOCK:
+            if self._dirty and wants_bundle and getattr(self, "_model", None) is not None:
+                # Re-serialise without a change notification (that would re-render every view).
+                self._trait_values["render_bundle"] = self._model_to_traits(self._model)
+                self._dirty = False
+            return super().get_state(key=key, drop_defaults=drop_defaults)
 
     def close(self) -> None:
         try:
@@ -154,8 +202,9 @@ class BokehWidget(BokehModel):
     def refresh(self) -> None:
         """Re-send the whole figure. Patches reach only views that exist, so a view
         created later (first display, page reload) would otherwise start stale."""
-        self._dirty = False
-        self.update_from_model(self._model)
+        with UI_LOCK:
+            self._dirty = False
+            self.update_from_model(self._model)
 
     def retire(self, delay: float = 10.0) -> None:
         """Close in ``delay`` seconds (after the page has removed its view)."""

@@ -27,6 +27,7 @@ from viz_place.solver_files import read_option_files
 from viz_place.solvers import list_solvers, run_solver
 
 from .common import bokeh_widget, error_html, escape_text, fmt, ok_html
+from .bokeh_sync import UI_LOCK
 from .options_form import OptionsForm
 from .tasks import BackgroundTask
 
@@ -93,6 +94,8 @@ class SolverPanel:
         info = next(i for i in list_solvers() if i.name == name)
         self.description.value = f"<small>{escape_text(info.description)}</small>"
         self.form = OptionsForm(info.options_cls)
+        # the page (and a browser test) can tell which solver's form is shown
+        self.form.widget.add_class("vp-options").add_class(f"vp-options-{name}")
         self.form_box.children = (self.form.widget,)
 
     # --- running ------------------------------------------------------------------
@@ -150,6 +153,10 @@ class SolverPanel:
         return self.task.wait(timeout) if self.task is not None else True
 
     def _on_progress(self, p) -> None:
+        with UI_LOCK:    # called from the solver's thread; the curve is a Bokeh figure
+            self._show_progress(p)
+
+    def _show_progress(self, p) -> None:
         if p.fraction is not None and math.isfinite(p.fraction):
             self.progress.value = min(1.0, max(0.0, float(p.fraction)))
         bits = [escape_text(p.message)] if p.message else []

@@ -21,7 +21,6 @@ Edits that would break the model are refused with a
 from __future__ import annotations
 
 import json
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
@@ -30,6 +29,8 @@ from viz_place.cost import IncrementalEvaluator, compile_problem, evaluate, eval
 from viz_place.errors import PlacementError
 from viz_place.model import STATUSES, Cluster, DeviceClass, OpGraph, Placement, validate_pins
 from viz_place.results import annotate_rows, objective_key, placement_fields, simple_bound
+
+from .bokeh_sync import UI_LOCK
 from viz_place.start import starting_placement
 
 EVENTS = ("graph", "cluster", "pins", "placement", "history", "selected")
@@ -72,7 +73,7 @@ class ExplorerState:
     def __init__(self, graph: OpGraph, cluster: Cluster | None = None, placement: Placement | None = None,
                  pins: Mapping[str, str] | None = None) -> None:
         self._listeners: dict[str, list[Callable[..., None]]] = {e: [] for e in EVENTS}
-        self._lock = threading.RLock()
+        self._lock = UI_LOCK    # one lock with the figures: listeners redraw them (see bokeh_sync)
         self.history: list[dict[str, Any]] = []
         self._undo: list[Snapshot] = []
         self._redo: list[Snapshot] = []

@@ -27,6 +27,7 @@ from viz_place.model import Cluster
 from viz_place.render.sweep_plot import design_sweep_view, set_design_sweep
 from viz_place.solvers import list_solvers
 
+from .bokeh_sync import UI_LOCK
 from .common import bokeh_widget, error_html, escape_text, ok_html
 from .tasks import BackgroundTask
 
@@ -232,14 +233,15 @@ class SweepPanel:
                                          for k, v in series.items()})
 
         def progress(ev) -> None:
-            self.bar.value = ev.fraction
-            link = self.engine.dashboard_link
-            if link:
-                self.dashboard.value = (f"<a href='{escape_text(link)}' target='_blank'>Dask dashboard</a>")
-            if ev.row is not None:
-                rows.append(dict(ev.row))
-                draw()
-            self.status.value = f"{ev.done}/{ev.total} cells solved\u2026"
+            with UI_LOCK:    # from the sweep's thread
+                self.bar.value = ev.fraction
+                link = self.engine.dashboard_link
+                if link:
+                    self.dashboard.value = (f"<a href='{escape_text(link)}' target='_blank'>Dask dashboard</a>")
+                if ev.row is not None:
+                    rows.append(dict(ev.row))
+                    draw()
+                self.status.value = f"{ev.done}/{ev.total} cells solved\u2026"
 
         def work(cancel):
             from viz_place.runtime.design_sweep import sweep

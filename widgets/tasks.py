@@ -1,9 +1,9 @@
 """Run a function off the notebook's main thread, with a cancel event.
 
 The kernel keeps answering widget events while a solve runs; ``Cancel`` sets
-the event the solver polls. Completion callbacks run on the worker thread
-(ipywidgets and the Bokeh document patches sent by ``jupyter_bokeh`` are safe
-to update from there). ``on_finish`` runs last, once the task no longer counts
+the event the solver polls. Completion callbacks run on the worker thread, each
+holding :data:`~viz_place.widgets.bokeh_sync.UI_LOCK` (they redraw figures the page's
+messages change too). ``on_finish`` runs last, once the task no longer counts
 as running: a panel re-enables its Run button there, so a click on the
 re-enabled button is never refused as "already running".
 
@@ -18,6 +18,8 @@ from __future__ import annotations
 import threading
 import traceback
 from typing import Any, Callable
+
+from .bokeh_sync import UI_LOCK
 
 
 class BackgroundTask:
@@ -52,7 +54,8 @@ class BackgroundTask:
             self._over = True
             if self.on_finish is not None:
                 try:
-                    self.on_finish()
+                    with UI_LOCK:
+                        self.on_finish()
                 except Exception:  # pragma: no cover - last resort
                     traceback.print_exc()
             self._ended.set()
@@ -64,17 +67,20 @@ class BackgroundTask:
             self.error = err
             if self.on_error is not None:
                 try:
-                    self.on_error(err)
+                    with UI_LOCK:
+                        self.on_error(err)
                 except Exception:  # pragma: no cover - last resort
                     traceback.print_exc()
             return
         if self.on_done is not None:
             try:
-                self.on_done(self.result)
+                with UI_LOCK:
+                    self.on_done(self.result)
             except Exception as err:  # e.g. the result no longer fits the state
                 self.error = err
                 if self.on_error is not None:
-                    self.on_error(err)
+                    with UI_LOCK:
+                        self.on_error(err)
 
     def cancel(self) -> None:
         self.cancel_event.set()

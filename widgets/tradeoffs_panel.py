@@ -25,6 +25,7 @@ from viz_place.render import set_sweep, set_tradeoffs, tradeoff_view
 from viz_place.results import format_gap
 from viz_place.solvers import list_solvers
 
+from .bokeh_sync import UI_LOCK
 from .common import bokeh_widget, error_html, escape_text, fmt, ok_html
 from .tasks import BackgroundTask
 
@@ -208,21 +209,23 @@ class TradeoffsPanel:
             from viz_place.runtime.design_sweep import sweep
 
             def progress(ev):
-                self.sweep_bar.value = ev.fraction
-                if ev.row is not None and s.graph is graph:   # another graph loaded meanwhile: drop the row
-                    self.sweep_rows = sorted(self.sweep_rows + [count_row(ev.row)], key=lambda r: r["count"])
-                    set_sweep(self.view, self.sweep_rows, k=k)
-                self.sweep_status.value = f"{ev.done}/{ev.total} counts of {escape_text(cname)} solved\u2026"
+                with UI_LOCK:    # from the sweep's thread
+                    self.sweep_bar.value = ev.fraction
+                    if ev.row is not None and s.graph is graph:   # another graph loaded meanwhile: drop the row
+                        self.sweep_rows = sorted(self.sweep_rows + [count_row(ev.row)], key=lambda r: r["count"])
+                        set_sweep(self.view, self.sweep_rows, k=k)
+                    self.sweep_status.value = f"{ev.done}/{ev.total} counts of {escape_text(cname)} solved\u2026"
 
             self.sweep_status.value = "solving\u2026"
             table = sweep({graph.name: graph}, [name], accelerators=list(range(first, k + 1)), vary=cname,
                           device_sets=[cluster], pins=pins or None, engine=self.engine.get(),
                           workers=0 if self.engine.in_kernel else None, progress=progress, cancel=cancel)
-            if s.graph is not graph:
+            with UI_LOCK:
+                if s.graph is not graph:
+                    return self.sweep_rows
+                self.sweep_rows = sorted((count_row(r) for r in table), key=lambda r: r["count"])
+                set_sweep(self.view, self.sweep_rows, k=k)
                 return self.sweep_rows
-            self.sweep_rows = sorted((count_row(r) for r in table), key=lambda r: r["count"])
-            set_sweep(self.view, self.sweep_rows, k=k)
-            return self.sweep_rows
 
         def done(rows):
             if s.graph is not graph:
