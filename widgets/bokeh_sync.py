@@ -72,9 +72,10 @@ def _snapshot(value: Any) -> Any:
 class EchoFilter:
     """What the kernel sent and the page has not echoed yet.
 
-    :meth:`sent` records a patch event as it goes out; :meth:`is_echo` tells whether a
-    message from the page is the echo of one (and forgets it and everything sent before it
-    for that property: the page applies and echoes patches in order).
+    :meth:`sent` records a patch event as it goes out; :meth:`is_echo_value` (a changed
+    property) and :meth:`is_echo_append` (a stream or patch) tell whether a message from the
+    page is the echo of one, and forget it and everything sent before it for that property
+    (the page applies and echoes patches in order).
 
     >>> f = EchoFilter()
     >>> f.sent_value("src", "data", {"n": [1]}); f.sent_value("src", "data", {"n": [1, 2]})

@@ -26,8 +26,8 @@ from viz_place.results import format_gap, gap as gap_of, objective_key
 from viz_place.solver_files import read_option_files
 from viz_place.solvers import list_solvers, run_solver
 
-from .common import bokeh_widget, error_html, escape_text, fmt, ok_html
 from .bokeh_sync import UI_LOCK
+from .common import bokeh_widget, error_html, escape_text, fmt, ok_html
 from .options_form import OptionsForm
 from .tasks import BackgroundTask
 

@@ -29,9 +29,9 @@ from viz_place.cost import IncrementalEvaluator, compile_problem, evaluate, eval
 from viz_place.errors import PlacementError
 from viz_place.model import STATUSES, Cluster, DeviceClass, OpGraph, Placement, validate_pins
 from viz_place.results import annotate_rows, objective_key, placement_fields, simple_bound
+from viz_place.start import starting_placement
 
 from .bokeh_sync import UI_LOCK
-from viz_place.start import starting_placement
 
 EVENTS = ("graph", "cluster", "pins", "placement", "history", "selected")
 
