@@ -125,7 +125,8 @@ def refute(types: list[DeviceType], sources: Sources, T: float, *, pricers: list
            columns: Sequence[tuple[int, np.ndarray]] = (), deadline: float, smoothing: float = 0.7,
            pricing_limit: float = 30.0, attempt_every: float = 30.0, starts: int = 3,
            exact: Sequence[ExactPricer] | None = None, fixed: np.ndarray | None = None,
-           cancelled: Callable[[], bool] = lambda: False, centre: np.ndarray | None = None) -> Refutation:
+           cancelled: Callable[[], bool] = lambda: False, centre: np.ndarray | None = None,
+           on_round: Callable[[np.ndarray], None] | None = None) -> Refutation:
     """Column generation at threshold ``T``: a certificate that nothing fits (``refuted``), or the
     relaxation is feasible at ``T`` (``lp_value`` 0), or time ran out (neither).
 
@@ -138,7 +139,9 @@ def refute(types: list[DeviceType], sources: Sources, T: float, *, pricers: list
     centre is the best certificate's prices so far; a round that adds no column for the master's own
     prices halves ``a`` (at 0 this is plain column generation, whose end is the LP's own certificate).
     ``centre``: prices to start from, typically a refutation's at a threshold above ``T`` (every set that
-    fits within ``T`` fits there, so those prices certify at least as much here as there)."""
+    fits within ``T`` fits there, so those prices certify at least as much here as there). ``on_round``
+    is called with the best certificate's prices after every round that priced exactly (a caller may try
+    them on lower thresholds meanwhile: :func:`certified_threshold`)."""
     t0 = _now()
     G = len(types[0].mem)
     master = Master(G, types, fixed=fixed)
@@ -202,6 +205,8 @@ def refute(types: list[DeviceType], sources: Sources, T: float, *, pricers: list
                     added += 1
         if cert > best_cert:
             best_cert, centre = cert, pi.copy()
+        if on_round is not None and centre is not None and cert > -np.inf:
+            on_round(centre)
         log.append((round(_now() - t0, 3), round(lp, 6), round(cert, 6), len(master.columns), round(a, 3), spent))
         if best_cert > CERTIFICATE_MARGIN:
             break

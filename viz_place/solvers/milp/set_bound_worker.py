@@ -68,6 +68,11 @@ DIVE_MAX_SHARE = 0.15
 #: halfway from the best bound proven (its own or the integer program's) up to it, so that its time still
 #: raises the bound where the aim is beyond its relaxation's reach.
 RESIST_SHARE, RESIST_MIN_S = 0.15, 10.0
+#: While column generation runs at a threshold, its best prices are tried on lower thresholds
+#: (:func:`.set_bound.certified_threshold`) every ``PROBE_EVERY`` of the worker's time (at least
+#: ``PROBE_MIN_S`` seconds); the last ``PROBE_RESERVE`` of it is kept for probing the prices the last
+#: attempt leaves (before, a run's last attempt ended with the time and its prices went unused).
+PROBE_EVERY, PROBE_MIN_S, PROBE_RESERVE = 0.1, 15.0, 0.03
 
 
 def second_core() -> bool:
@@ -107,6 +112,8 @@ def _work(prob, allowed, floor: float, gap: float, starts, seconds: float, best,
     dive_until = deadline - DIVE_MIN_LEFT * seconds     # halfway dives beside a resisting aim only before this
     resist = max(RESIST_MIN_S, RESIST_SHARE * seconds)
     dive_cap = DIVE_MAX_SHARE * seconds
+    probe_every = max(PROBE_MIN_S, PROBE_EVERY * seconds)
+    attempts_end = deadline - PROBE_RESERVE * seconds    # column generation stops here: time to probe
 
     def dive_end() -> float:
         return min(deadline, time.perf_counter() + dive_cap)
@@ -125,6 +132,22 @@ def _work(prob, allowed, floor: float, gap: float, starts, seconds: float, best,
             """Whether ``T`` is still wanted: the aim has not dropped below it by ``RETARGET``."""
             return aim(best.value, lo, hi, gap) >= T * (1 - RETARGET)
 
+        last_probe = [time.perf_counter()]
+
+        def probe(T: float, prices: np.ndarray, how: str, *, every: float = 0.0) -> None:
+            """Prove the highest threshold below ``T`` that ``prices`` certify (a few exact pricings)."""
+            nonlocal lo
+            now = time.perf_counter()
+            if now - last_probe[0] < every or not still_aimed(T):
+                return
+            last_probe[0] = now
+            below = proven_base()
+            got = certified_threshold(types, exact, prices, below, T, deadline=min(deadline, now + dive_cap))
+            if got > below:
+                lo = got
+                out.put(("bound", got, f"set-partitioning bound: nothing fits within {got:.6g} (proven by the "
+                                       f"prices of {how} of column generation at {T:.6g})"))
+
         def found(got, T: float, how: str) -> bool:
             if got is None or not got[1] < best.value * (1 - 1e-9):
                 return False
@@ -132,7 +155,7 @@ def _work(prob, allowed, floor: float, gap: float, starts, seconds: float, best,
             out.put(("placement", got[1], f"set-partitioning dive: a placement of {got[1]:.6g} ({how})", got[0]))
             return True
 
-        while time.perf_counter() < deadline - 0.5:
+        while time.perf_counter() < attempts_end - 0.5:
             target = aim(best.value, lo, hi, gap)
             base = proven_base()
             if resisted <= base * (1 + 1e-6):      # proven meanwhile (by the integer program): the aim again
@@ -151,18 +174,14 @@ def _work(prob, allowed, floor: float, gap: float, starts, seconds: float, best,
             stall = value < dived_for and T == target
             started = time.perf_counter()
             r = refute(types, sources, T, pricers=exact, exact=exact, columns=pool,
-                       deadline=min(deadline, started + (DIVE_AFTER if stall else resist)),
-                       cancelled=lambda T=T: not still_aimed(T), centre=centre)
+                       deadline=min(attempts_end, started + (DIVE_AFTER if stall else resist)),
+                       cancelled=lambda T=T: not still_aimed(T), centre=centre,
+                       on_round=lambda pi, T=T, t0=started: probe(
+                           T, pi, f"{time.perf_counter() - t0:.0f} s", every=probe_every))
             pool, centre = r.pool, (r.centre if r.centre is not None else centre)
-            if not r.refuted and r.lp_value > 1e-9 and r.centre is not None and still_aimed(T):
+            if not r.refuted and r.lp_value > 1e-9 and r.centre is not None:
                 # out of time at T: its best prices may still prove a lower threshold (a few pricings)
-                below = proven_base()
-                got = certified_threshold(types, exact, r.centre, below, T,
-                                          deadline=min(deadline, time.perf_counter() + dive_cap))
-                if got > below:
-                    lo = got
-                    out.put(("bound", got, f"set-partitioning bound: nothing fits within {got:.6g} (proven by the "
-                                           f"prices of {r.seconds:.0f} s of column generation at {T:.6g})"))
+                probe(T, r.centre, f"{r.seconds:.0f} s")
             if r.refuted:
                 lo = T
                 out.put(("bound", T, f"set-partitioning bound: nothing fits within {T:.6g} (proven, "
