@@ -325,3 +325,50 @@ def test_the_worker_stops_once_the_integer_programs_bound_settles_the_gap(monkey
                            SimpleNamespace(value=46.6))         # 47 / 46.6 - 1 = 0.86 %
     kind, lo, message = out.get_nowait()
     assert (kind, lo, tried) == ("done", 40.0, []) and "46.6 settles the gap" in message
+
+
+def test_the_worker_probes_prices_during_column_generation_and_keeps_time_for_the_last_attempts(monkeypatch):
+    """While one threshold's column generation runs, its best prices are tried on lower thresholds every
+    ``PROBE_EVERY`` of the worker's time (``on_round``), each proof reported at once; the attempt stops
+    ``PROBE_RESERVE`` of the time before the end, and its last prices are probed in the time kept (before,
+    a run's last attempt ended with the time and its prices went unused)."""
+    import queue
+    from types import SimpleNamespace
+    from viz_place.solvers.milp import set_bound, set_bound_worker
+    seconds, attempts, probes = 2.0, [], []
+
+    def refute(types, sources, T, *, deadline, on_round=None, **kw):
+        attempts.append((T, time.perf_counter(), deadline))
+        while time.perf_counter() < deadline:
+            on_round(np.ones(3))          # a round priced exactly: its best prices so far
+            time.sleep(0.02)
+        return SimpleNamespace(refuted=False, lp_value=0.5, pool=[], centre=np.ones(3), iterations=1, columns=0,
+                               seconds=deadline - attempts[-1][1])
+
+    def certified_threshold(types, exact, pi, lo, hi, *, deadline, steps=6):
+        probes.append((time.perf_counter(), lo, hi, deadline))
+        return lo + 0.1
+    monkeypatch.setattr(set_bound, "refute", refute)
+    monkeypatch.setattr(set_bound, "certified_threshold", certified_threshold)
+    monkeypatch.setattr(set_bound, "column_generation_start", lambda prob, allowed, starts: (None, None, None, []))
+    monkeypatch.setattr(set_bound_worker, "DIVE_AFTER", 100.0)         # one long attempt: no dive, no resisting
+    monkeypatch.setattr(set_bound_worker, "RESIST_MIN_S", 100.0)
+    monkeypatch.setattr(set_bound_worker, "PROBE_MIN_S", 0.3)
+    monkeypatch.setattr(set_bound_worker, "PROBE_EVERY", 0.0)
+    monkeypatch.setattr(set_bound_worker, "PROBE_RESERVE", 0.2)
+    out, value, gap = queue.Queue(), 47.0, 0.01
+    start = time.perf_counter()
+    set_bound_worker._work(None, [], 40.0, gap, [], seconds, SimpleNamespace(value=value), out)
+    said = []
+    while not out.empty():
+        said.append(out.get())
+    (T, _, until), = attempts
+    assert T == pytest.approx(value / (1 + gap))
+    assert until == pytest.approx(start + seconds * (1 - 0.2), abs=0.05)       # the time kept for the last probe
+    during, last = [p for p in probes if p[0] < until], probes[-1]
+    assert len(during) >= 3 and all(b[0] - a[0] >= 0.3 - 1e-3 for a, b in zip(during, during[1:])), during
+    assert until <= last[0] < start + seconds and last[3] <= start + seconds + 1e-6
+    assert [p[1] for p in probes] == pytest.approx([40.0 + 0.1 * i for i in range(len(probes))])  # each from the last
+    bounds = [m for m in said if m[0] == "bound"]
+    assert [b[1] for b in bounds] == pytest.approx([40.1 + 0.1 * i for i in range(len(probes))])
+    assert all("prices of" in b[2] for b in bounds) and said[-1][0] == "done"

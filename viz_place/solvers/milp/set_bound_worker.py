@@ -9,7 +9,9 @@ proves, and it refutes the threshold that would settle the requested gap, ``valu
 the aim cannot be proven — its relaxation fits, or it *resists* (neither refuted nor fitting after
 :data:`RESIST_SHARE` of the time) — it proves lower thresholds meanwhile, each halfway from the best bound
 proven (its own or the integer program's) up to the lowest such threshold; without a gap each threshold
-halves the current one. (Refuting the thresholds on the way up costs about as much as refuting each alone:
+halves the current one. A threshold's prices are also tried on lower thresholds, during its column generation
+(:data:`PROBE_EVERY`) and when it stops short; the last :data:`PROBE_RESERVE` of the time is kept for that.
+(Refuting the thresholds on the way up costs about as much as refuting each alone:
 on residual_75_s2_training, carrying the columns from 45.9 up to 46.2 took 207 s, refuting 46.2 alone
 125 s; but on inception_100_s2_training the aims, value / 1.01 of placements of 64-65, are beyond the
 relaxation's reach, which lies between 63.45 and 64.05, and a worker that only aimed proved nothing in
