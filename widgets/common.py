@@ -12,6 +12,8 @@ import math
 import threading
 from typing import Any
 
+from bokeh.core.serialization import Deserializer, Serialized
+from bokeh.models import ColumnDataSource
 from jupyter_bokeh import BokehModel
 
 from .bokeh_sync import UI_LOCK, EchoFilter
@@ -159,8 +161,6 @@ class BokehWidget(BokehModel):
 
     def _apply_page_event(self, content: dict[str, Any]) -> None:
         # upstream BokehModel._sync_model, with echoes dropped
-        from bokeh.core.serialization import Deserializer, Serialized
-        from bokeh.models import ColumnDataSource
         doc = self._document
         if doc is None:
             return

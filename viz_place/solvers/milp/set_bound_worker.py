@@ -134,15 +134,15 @@ def _work(prob, allowed, floor: float, gap: float, starts, seconds: float, best,
             """Whether ``T`` is still wanted: the aim has not dropped below it by ``RETARGET``."""
             return aim(best.value, lo, hi, gap) >= T * (1 - RETARGET)
 
-        last_probe = [time.perf_counter()]
+        last_probe = time.perf_counter()
 
         def probe(T: float, prices: np.ndarray, how: str, *, every: float = 0.0) -> None:
             """Prove the highest threshold below ``T`` that ``prices`` certify (a few exact pricings)."""
-            nonlocal lo
+            nonlocal lo, last_probe
             now = time.perf_counter()
-            if now - last_probe[0] < every or not still_aimed(T):
+            if now - last_probe < every or not still_aimed(T):
                 return
-            last_probe[0] = now
+            last_probe = now
             below = proven_base()
             got = certified_threshold(types, exact, prices, below, T, deadline=min(deadline, now + dive_cap))
             if got > below:
