@@ -124,15 +124,39 @@ def test_worker_killed_mid_sweep_still_completes(cluster, tmp_path):
     assert not left, f"the killed worker left its semaphores in /dev/shm: {left}"
 
 
-def _lasting_semaphores(before: set, patience: float = 180.0) -> list[str]:
-    """The ``sem.mp-*`` files that appeared since ``before`` and are still there after ``patience`` s.
-    Tests running beside this one (``pytest -n 2``) hold semaphores of their own for a while; a leaked
-    one never goes away. (60 s was too short: on 2026-12-06 a fresh-clone ``make test`` failed with 14
-    semaphores of a neighbour still held, and this test alone passes; the browser tests beside it run for
-    up to about 80 s. Without a leak the wait ends as soon as the neighbours release theirs.)"""
+def _lasting_semaphores(before: set, patience: float = 60.0) -> list[str]:
+    """The ``sem.mp-*`` files that appeared since ``before`` and that no live process holds, still there
+    after ``patience`` s: those are leaked. Tests running beside this one (``pytest -n 2``) hold
+    semaphores of their own, for as long as their objects live (a spawn-context pool kept by a test
+    worker holds them until that process ends), so "new and still there" alone is not a leak: on
+    2026-12-06 a fresh-clone CI run found 14 held by a neighbour for more than 180 s. A process holds
+    a semaphore by mapping its file, so it shows in ``/proc/PID/maps`` (under a temporary name,
+    matched here by inode). The patience covers a dead creator's resource tracker unlinking."""
     new = set(Path("/dev/shm").glob("sem.mp-*")) - before
     deadline = time.monotonic() + patience
-    while new and time.monotonic() < deadline:
+    while True:
+        held = _mapped_shm_inodes()
+        orphans = []
+        for path in new:
+            try:
+                if path.stat().st_ino not in held:
+                    orphans.append(path.name)
+            except FileNotFoundError:
+                pass
+        if not orphans or time.monotonic() >= deadline:
+            return sorted(orphans)
         time.sleep(0.5)
-        new &= set(Path("/dev/shm").glob("sem.mp-*"))
-    return sorted(p.name for p in new)
+
+
+def _mapped_shm_inodes() -> set[int]:
+    """Inodes of the ``/dev/shm`` files that some live process maps (its open semaphores)."""
+    inodes = set()
+    for maps in Path("/proc").glob("[0-9]*/maps"):
+        try:
+            text = maps.read_text()
+        except OSError:   # the process ended meanwhile, or is not ours to read
+            continue
+        for line in text.splitlines():
+            if "/dev/shm/" in line:
+                inodes.add(int(line.split()[4]))
+    return inodes
