@@ -25,7 +25,7 @@ from viz_place.cost import compile_problem, evaluate, gap
 from viz_place.samples import make_graph
 from viz_place.solvers.groups import allowed_devices
 from viz_place.solvers.milp.max_load import IlpNoncontigOptions
-from viz_place.solvers.milp.neighbourhoods import improve_by_subsets
+from viz_place.solvers.milp.neighbourhoods import LNS_SIZE, improve_by_subsets
 
 
 def main(argv=None) -> int:
@@ -33,7 +33,7 @@ def main(argv=None) -> int:
     ap.add_argument("--graph", default="residual:75:2:training", help="family:nodes:seed[:training]")
     ap.add_argument("--milp", type=float, default=120.0, help="seconds of ilp-noncontig first (default 120)")
     ap.add_argument("--seconds", type=float, default=180.0, help="seconds of subset search (default 180)")
-    ap.add_argument("--size", type=int, default=3, help="devices per subset at first (default 3)")
+    ap.add_argument("--size", type=int, default=LNS_SIZE, help=f"devices per subset at first (default {LNS_SIZE})")
     ap.add_argument("--sub-time", type=float, default=10.0, help="seconds per sub-MILP at most (default 10)")
     ap.add_argument("--table", type=float, default=0.0, metavar="S",
                     help="instead: S-second runs with lns=0 and the default on the layer and generated graphs")

@@ -39,8 +39,8 @@ Placement of DNN Graph Operators*), generalised to device classes and pins:
   and every new HiGHS incumbent are polished with moves, swaps and kicks over the
   incremental evaluator (:mod:`.polish`) and handed back to the search — a better
   incumbent closes the gap as surely as a better bound; and (``lns``, a share of
-  the time) when the integer program stops short of the gap, the groups of three
-  devices at a time are re-solved exactly with the others fixed (:mod:`.neighbourhoods`);
+  the time) when the integer program stops short of the gap, the groups of two
+  devices at a time (more after a round without gain) are re-solved exactly with the others fixed (:mod:`.neighbourhoods`);
 * on long runs (``set_bound``; by default for limits of 60 s or more) the set-partitioning bound by
   column generation with exact pricing (:mod:`.set_bound`), aimed at the best placement's value / (1 + gap):
   a refuted threshold becomes the run's bound — communication, which the LP relaxation hardly sees. It runs

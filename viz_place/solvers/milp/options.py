@@ -56,8 +56,8 @@ class IlpOptions(MilpOptions):
                 "then each new incumbent of HiGHS, which continues from the polished one); ilp-noncontig, "
                 "objective max_load without overlap; 0 = off", "min": 0.0, "max": 0.5})
     lns: float | None = field(default=None, metadata={
-        "help": "share of the time limit kept for re-solving the groups of three devices at a time exactly, the "
-                "others fixed (large-neighbourhood search), after the integer program when it has not reached "
+        "help": "share of the time limit kept for re-solving the groups of two devices at a time (more after a "
+                "round without gain) exactly, the others fixed (large-neighbourhood search), after the integer program when it has not reached "
                 "the gap; ilp-noncontig, objective max_load without overlap; 0 = off; none (the default) = "
                 "0.3, or 0.15 when the set-partitioning bound runs", "min": 0.0, "max": 0.8})
     lns_dive: float = field(default=0.0, metadata={
