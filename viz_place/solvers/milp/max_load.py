@@ -39,8 +39,10 @@ Placement of DNN Graph Operators*), generalised to device classes and pins:
   and every new HiGHS incumbent are polished with moves, swaps and kicks over the
   incremental evaluator (:mod:`.polish`) and handed back to the search — a better
   incumbent closes the gap as surely as a better bound; and (``lns``, a share of
-  the time) when the integer program stops short of the gap, the groups of two
-  devices at a time (more after a round without gain) are re-solved exactly with the others fixed (:mod:`.neighbourhoods`);
+  the time) the groups of two devices at a time (more after a round without gain)
+  are re-solved exactly with the others fixed (:mod:`.neighbourhoods`): when the
+  integer program stops short of the gap, and on long runs (with the set bound)
+  first on pairs from the polished warm start, before the integer program;
 * on long runs (``set_bound``; by default for limits of 60 s or more) the set-partitioning bound by
   column generation with exact pricing (:mod:`.set_bound`), aimed at the best placement's value / (1 + gap):
   a refuted threshold becomes the run's bound — communication, which the LP relaxation hardly sees. It runs
@@ -82,7 +84,7 @@ from ..contract import Problem, SolverResult
 from ..groups import allowed_devices, device_cycle, nonconvex_devices, pipeline_order, set_text
 from .assignment import OutOfTime, build_model
 from .backends import OPTIMALITY_TOL, solve_milp
-from .neighbourhoods import lns_applies, lns_share, run_lns
+from .neighbourhoods import LNS_SIZE, lns_applies, lns_share, run_lns
 from .options import (OBJECTIVES, SET_ANY, SET_CONVEX, SET_PIPELINE, IlpNoncontigOptions,  # noqa: F401 (re-exported)
                       IlpOptions, model_set)
 from .pipeline import pipeline_start_values
@@ -112,6 +114,9 @@ WARM_SOLVERS = ("dp", "pipedream", "topo-fill", "single-device", "greedy-latency
 FLOOR_EXACT_NODES = 20000
 #: The main integer program gets at least this share of the time limit (the bound phase ends before).
 MAIN_SHARE = 0.4
+#: Share of the subset search's time (``lns``) its first pass may take, on pairs of devices from the polished
+#: warm start, before the integer program (the rest after it).
+EARLY_LNS = 0.5
 #: Groups whose fastest compute is at least this share of the floor stay integral in the bound phase.
 BIG_SHARE = 0.05
 #: The bound phase runs only when at most this share of the groups (and this many) stay integral.
@@ -259,23 +264,40 @@ def solve(problem: Problem, opts: IlpOptions, hooks: Hooks) -> SolverResult:
     if sb_mode == "beside":
         worker, hooks = start_beside(problem, allowed, opts, hooks, floor=floor, warm=warm[0],
                                      deadline=watch.start + opts.time_limit)
+    # with the set bound (long runs), pairs of devices re-solved before the integer program: a better start for
+    # it and a lower aim for the set bound
+    lns_spent = 0.0
+    if sb_mode != "off" and lns_applies(opts):
+        began = _now()
+        early_end = min(began + EARLY_LNS * lns_share(opts, set_bound_runs=sb_time > 0) * opts.time_limit,
+                        watch.start + (1 - MAIN_SHARE) * opts.time_limit)
+        got = run_lns(problem, allowed, sym_sets, opts, hooks, start=warm[0], deadline=early_end, max_size=LNS_SIZE,
+                      bound=floor if np.isfinite(floor) and floor > 0 else None)
+        if got is not None:
+            warm = (got[0], f"{warm[1]}, improved by re-solving device subsets")
+            if (gap_of(got[1], floor) or 0.0) <= max(opts.gap, OPTIMALITY_TOL):   # the floor proves it now
+                if worker is not None:
+                    worker.stop()
+                worker, hooks, sb_time = None, outer, 0.0
+        lns_spent = _now() - began
     try:
         return _search(problem, opts, outer, hooks, worker, watch, allowed, sym_sets, order, kind, solver, warm,
-                       floor, sb_time, polisher, outside_model, rejected, failures)
+                       floor, sb_time, polisher, outside_model, rejected, failures, lns_spent)
     finally:
         if worker is not None:
             worker.stop()
 
 
 def _search(problem, opts, outer, hooks, worker, watch, allowed, sym_sets, order, kind, solver, warm, floor,
-            sb_time, polisher, outside_model, rejected, failures) -> SolverResult:
+            sb_time, polisher, outside_model, rejected, failures, lns_spent) -> SolverResult:
     """The integer program, the subset search and the set bound after the warm start (``hooks``: the phases'
-    hooks, ``outer`` the run's; ``worker``: the set bound beside them, or ``None``)."""
+    hooks, ``outer`` the run's; ``worker``: the set bound beside them, or ``None``; ``lns_spent``: seconds of
+    the subset search's share already spent on pairs before the integer program)."""
     prob = problem.compiled
     hooks.report(0.0, "building the integer program", force=True)
-    try:
+    try:          # a gap settled beside is no cancel: the integer program then ends at once, with the bound
         lp, x, y = build_model(prob, allowed, opts, sym_sets, order, floor=floor,
-                               check=lambda: watch.elapsed > BUILD_SHARE * opts.time_limit or hooks.cancelled)
+                               check=lambda: watch.elapsed > BUILD_SHARE * opts.time_limit or outer.cancelled)
     except OutOfTime:
         if warm is None:
             raise SolverError(f"{solver}: no solution in time: the time limit of {opts.time_limit:g} s ran out "
@@ -291,7 +313,7 @@ def _search(problem, opts, outer, hooks, worker, watch, allowed, sym_sets, order
         start_values = {x[g, d].name: float(int(warm[0][prob.groups[g][0]]) == d) for (g, d) in x}
         if y:
             start_values.update(pipeline_start_values(prob, warm[0], y, order))
-    lns_time = lns_share(opts, set_bound_runs=sb_time > 0) * opts.time_limit
+    lns_time = max(0.0, lns_share(opts, set_bound_runs=sb_time > 0) * opts.time_limit - lns_spent)
     if polisher is not None:
         polisher.hooks = hooks
     remaining = max(0.1, opts.time_limit - watch.elapsed - lns_time - sb_time)

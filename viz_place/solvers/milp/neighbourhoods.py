@@ -117,12 +117,12 @@ def resolve_subset(prob: CompiledProblem, allowed, dev, subset, *, time_limit: f
 
 
 def improve_by_subsets(prob: CompiledProblem, allowed: Sequence[Sequence[int]], dev, *, size: int = 3,
-                       time_limit: float = 30.0, sub_time: float = 10.0, opts=None,
+                       max_size: int | None = None, time_limit: float = 30.0, sub_time: float = 10.0, opts=None,
                        cancel: Callable[[], bool] | None = None, target: float = 0.0,
                        on_better: Callable[[np.ndarray, float], None] | None = None) -> SubsetSearch:
     """The best placement found by re-solving subsets of ``size`` devices that hold the bottleneck
     (each for at most ``sub_time`` seconds, all within ``time_limit``), growing the subsets by one
-    device after a round without improvement. ``opts``: the
+    device (up to ``max_size``, default all but one) after a round without improvement. ``opts``: the
     :class:`~viz_place.solvers.milp.max_load.IlpOptions` of the sub-MILPs (back-end, threads;
     default ``ilp-noncontig``'s); ``on_better(dev, max_load)`` is called on each improvement; it
     stops once the max-load is at most ``target``. A ``dev`` the evaluator rejects (memory, pins)
@@ -172,7 +172,7 @@ def improve_by_subsets(prob: CompiledProblem, allowed: Sequence[Sequence[int]], 
         if improved:
             size = first_size        # the small subsets again: the new placement may move where they reach
         else:
-            if size >= min(len(movable), D - 1):      # all devices at once is the caller's own MILP
+            if size >= min(len(movable), D - 1, max_size or D):    # all devices at once: the caller's own MILP
                 break
             size += 1
     return out
@@ -202,11 +202,13 @@ def lns_share(opts, *, set_bound_runs: bool) -> float:
 
 
 def run_lns(problem, allowed, sym_sets, opts, hooks, *, start: np.ndarray, bound: float | None,
-            deadline: float, interrupt: Callable[[], bool] = lambda: False) -> tuple[np.ndarray, float] | None:
-    """``ilp-noncontig``'s last phase: :func:`improve_by_subsets` from ``start`` (the best placement
-    so far) until ``deadline``, ``interrupt()`` or until ``bound`` (the integer program's, which holds for
-    every placement) proves it within ``opts.gap``, each improvement reported as the incumbent. Returns
-    ``(placement, value)`` when it found a better one (in canonical device order), else ``None``."""
+            deadline: float, interrupt: Callable[[], bool] = lambda: False,
+            max_size: int | None = None) -> tuple[np.ndarray, float] | None:
+    """``ilp-noncontig``'s subset search: :func:`improve_by_subsets` from ``start`` (the best placement
+    so far) until ``deadline``, ``interrupt()``, a round of ``max_size`` devices without gain, or until
+    ``bound`` (which holds for every placement) proves it within ``opts.gap``, each improvement reported as
+    the incumbent. Returns ``(placement, value)`` when it found a better one (in canonical device order),
+    else ``None``."""
     from .backends import progress_data
     from .symmetry import canonical
     seconds = deadline - time.perf_counter()
@@ -220,7 +222,7 @@ def run_lns(problem, allowed, sym_sets, opts, hooks, *, start: np.ndarray, bound
         hooks.report(None, f"re-solving device subsets: best {value:.6g}{gap}", incumbent=value, bound=bound,
                      force=True, data=progress_data(hooks.elapsed, value, bound))
     hooks.report(None, f"re-solving device subsets ({LNS_SIZE} devices at a time) from {before:.6g}", force=True)
-    out = improve_by_subsets(problem.compiled, allowed, start, size=LNS_SIZE, time_limit=seconds,
+    out = improve_by_subsets(problem.compiled, allowed, start, size=LNS_SIZE, max_size=max_size, time_limit=seconds,
                              sub_time=max(1.0, min(LNS_SUB_TIME, seconds / 4)), opts=opts,
                              cancel=lambda: hooks.cancelled or interrupt(), on_better=report,
                              target=bound * (1 + opts.gap) if bound is not None and 0 < bound else 0.0)
