@@ -50,6 +50,8 @@ from .result import devices_from_solution
 
 #: Relative improvement below which a re-solved placement does not count (float noise).
 EPS = 1e-9
+#: Devices per subproblem at first, and the seconds one subproblem may take at most.
+LNS_SIZE, LNS_SUB_TIME = 2, 10.0
 
 
 @dataclass
@@ -116,7 +118,7 @@ def resolve_subset(prob: CompiledProblem, allowed, dev, subset, *, time_limit: f
     return devices_from_solution(prob, al, x, res), res, free
 
 
-def improve_by_subsets(prob: CompiledProblem, allowed: Sequence[Sequence[int]], dev, *, size: int = 3,
+def improve_by_subsets(prob: CompiledProblem, allowed: Sequence[Sequence[int]], dev, *, size: int = LNS_SIZE,
                        max_size: int | None = None, time_limit: float = 30.0, sub_time: float = 10.0, opts=None,
                        cancel: Callable[[], bool] | None = None, target: float = 0.0,
                        on_better: Callable[[np.ndarray, float], None] | None = None) -> SubsetSearch:
@@ -230,6 +232,3 @@ def run_lns(problem, allowed, sym_sets, opts, hooks, *, start: np.ndarray, bound
     value = problem.value(dev)
     return (dev, value) if value < before * (1 - EPS) else None
 
-
-#: Devices per subproblem at first, and the seconds one subproblem may take at most.
-LNS_SIZE, LNS_SUB_TIME = 2, 10.0
