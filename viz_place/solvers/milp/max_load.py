@@ -248,8 +248,7 @@ def solve(problem: Problem, opts: IlpOptions, hooks: Hooks) -> SolverResult:
                         target=target) if polishable(opts) else None
     if polisher is not None and warm is not None:
         warm = polisher.warm(warm, deadline=watch.start + (WARM_SHARE + opts.polish / 2) * opts.time_limit)
-    proven = warm is not None and np.isfinite(floor) and floor > 0 and \
-        (gap_of(problem.value(warm[0]), floor) or 0.0) <= max(opts.gap, OPTIMALITY_TOL)
+    proven = warm is not None and _floor_proves(problem.value(warm[0]), floor, opts)
     if opts.bound_phase > 0 and np.isfinite(floor) and not proven:
         floor = max(floor, relaxation_bound(prob, allowed, opts, sym_sets, order, floor, hooks,
                                             deadline=min(watch.start + (1 - MAIN_SHARE) * opts.time_limit,
@@ -264,28 +263,36 @@ def solve(problem: Problem, opts: IlpOptions, hooks: Hooks) -> SolverResult:
     if sb_mode == "beside":
         worker, hooks = start_beside(problem, allowed, opts, hooks, floor=floor, warm=warm[0],
                                      deadline=watch.start + opts.time_limit)
-    # with the set bound (long runs), pairs of devices re-solved before the integer program: a better start for
-    # it and a lower aim for the set bound
     lns_spent = 0.0
     if sb_mode != "off" and lns_applies(opts):
         began = _now()
-        early_end = min(began + EARLY_LNS * lns_share(opts, set_bound_runs=sb_time > 0) * opts.time_limit,
-                        watch.start + (1 - MAIN_SHARE) * opts.time_limit)
-        got = run_lns(problem, allowed, sym_sets, opts, hooks, start=warm[0], deadline=early_end, max_size=LNS_SIZE,
-                      bound=floor if np.isfinite(floor) and floor > 0 else None)
-        if got is not None:
-            warm = (got[0], f"{warm[1]}, improved by re-solving device subsets")
-            if (gap_of(got[1], floor) or 0.0) <= max(opts.gap, OPTIMALITY_TOL):   # the floor proves it now
-                if worker is not None:
-                    worker.stop()
-                worker, hooks, sb_time = None, outer, 0.0
+        warm = _pairs_first(problem, allowed, sym_sets, opts, hooks, warm, floor, deadline=min(
+            began + EARLY_LNS * lns_share(opts, set_bound_runs=sb_time > 0) * opts.time_limit,
+            watch.start + (1 - MAIN_SHARE) * opts.time_limit))
         lns_spent = _now() - began
+        if _floor_proves(problem.value(warm[0]), floor, opts):     # the set bound is not needed any more
+            if worker is not None:
+                worker.stop()
+            worker, hooks, sb_time = None, outer, 0.0
     try:
         return _search(problem, opts, outer, hooks, worker, watch, allowed, sym_sets, order, kind, solver, warm,
                        floor, sb_time, polisher, outside_model, rejected, failures, lns_spent)
     finally:
         if worker is not None:
             worker.stop()
+
+
+def _floor_proves(value: float, floor: float, opts) -> bool:
+    """Whether the proven ``floor`` puts a placement of ``value`` within the requested gap."""
+    return bool(np.isfinite(floor) and floor > 0 and (gap_of(value, floor) or 0.0) <= max(opts.gap, OPTIMALITY_TOL))
+
+
+def _pairs_first(problem, allowed, sym_sets, opts, hooks, warm, floor, *, deadline: float):
+    """With the set bound (long runs): pairs of devices re-solved from the polished warm start before the integer
+    program until ``deadline`` — a better start for it and a lower aim for the set bound. The new warm start."""
+    got = run_lns(problem, allowed, sym_sets, opts, hooks, start=warm[0], deadline=deadline, max_size=LNS_SIZE,
+                  bound=floor if np.isfinite(floor) and floor > 0 else None)
+    return (got[0], f"{warm[1]}, improved by re-solving device subsets") if got is not None else warm
 
 
 def _search(problem, opts, outer, hooks, worker, watch, allowed, sym_sets, order, kind, solver, warm, floor,
