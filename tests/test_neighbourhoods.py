@@ -184,9 +184,10 @@ def test_a_proven_run_skips_the_subset_search(monkeypatch):
 
 
 def test_with_the_set_bound_pairs_are_re_solved_before_the_integer_program(monkeypatch):
-    """On long runs (the set bound on) a first pass over pairs of devices starts from the polished warm
-    start before the integer program is built, within its half of the subset search's share; its
-    improvements are the run's incumbents, so the placement returned is no worse than what it found."""
+    """On long runs (the set bound on) a first pass over pairs of devices (then three, after a round of pairs
+    without gain) starts from the polished warm start before the integer program is built, within its share
+    (``EARLY_LNS``) of the subset search's; its improvements are the run's incumbents, so the placement
+    returned is no worse than what it found."""
     from viz_place.samples import make_graph
     from viz_place.solvers.milp import max_load
     calls, messages = [], []
@@ -207,11 +208,11 @@ def test_with_the_set_bound_pairs_are_re_solved_before_the_integer_program(monke
     assert calls, "no subset search ran"
     at, kw, out, seconds = calls[0]
     built = next(i for i, m in enumerate(messages) if m.startswith("building the integer program"))
-    assert at <= built and kw["max_size"] == 2, (at, built, kw.get("max_size"))
+    assert at <= built and kw["max_size"] == max_load.EARLY_LNS_MAX_SIZE == 3, (at, built, kw.get("max_size"))
     assert seconds <= max_load.EARLY_LNS * 0.4 * 10 + 1.0, seconds
     start = evaluate_indices(compile_problem(g, g.default_cluster), kw["start"]).max_load
     assert p.claimed_value <= (out[1] if out is not None else start) * (1 + 1e-12)
-    assert all(c[1].get("max_size") is None for c in calls[1:]), "later passes grow past pairs"
+    assert all(c[1].get("max_size") is None for c in calls[1:]), "later passes grow past three devices"
 
 
 def test_without_the_set_bound_no_pass_comes_before_the_integer_program(monkeypatch):

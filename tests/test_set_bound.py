@@ -482,3 +482,33 @@ def test_prices_alone_certify_only_thresholds_below_the_brute_force_optimum():
         checked += 1
     print(f"prices cut short at the optimum certified above the floor on {from_short} of {checked}")
     assert checked >= 20 and below_refuted >= 5 and from_short >= 1, (checked, below_refuted, from_short)
+
+
+@pytest.mark.parametrize("shape", ["line", "steps"])
+def test_certified_threshold_finds_where_the_certificate_turns_and_prices_that_prove_nothing_cost_one_pricing(
+        monkeypatch, shape):
+    """:func:`certified_threshold` searches between a threshold proven and one not (secant steps, every other
+    one bisection) with the certificate of the prices as a function of the threshold (here stubbed: a
+    straight line, as on large graphs, or steps, as on small ones): the threshold it returns is certified and
+    within the tolerance (the line) or a few bisections (steps) of where the certificate turns; the certificate
+    at ``hi``, when given, is not priced again; prices that prove nothing just above ``lo`` cost one pricing."""
+    from viz_place.solvers.milp import set_bound
+    turn, calls = 63.3, []
+
+    def certificate(types, exact, pi, T, *, deadline):
+        calls.append(T)
+        if shape == "line":
+            return float(pi[0]) * (turn - T)
+        return float(pi[0]) * (0.5 if T < turn - 0.4 else 0.2 if T < turn else -0.3)
+    monkeypatch.setattr(set_bound, "certificate", certificate)
+    up = np.ones(3)
+    got = set_bound.certified_threshold(None, None, up, 61.0, 64.0, deadline=time.perf_counter() + 5,
+                                        at_hi=certificate(None, None, up, 64.0, deadline=0))
+    priced = calls[1:]
+    assert 64.0 not in priced and len(priced) <= 6
+    assert got < turn and certificate(None, None, up, got, deadline=0) > set_bound.CERTIFICATE_MARGIN
+    assert got >= (turn * (1 - 2 * set_bound.PROBE_TOL) if shape == "line" else turn - 3.0 / 2 ** 2), (got, priced)
+    calls.clear()
+    nothing = -np.ones(3)           # a certificate below zero everywhere: proves nothing
+    assert set_bound.certified_threshold(None, None, nothing, 61.0, 64.0, deadline=time.perf_counter() + 5) == 61.0
+    assert len(calls) == 1

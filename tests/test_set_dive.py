@@ -203,10 +203,10 @@ def test_a_dive_that_beats_the_incumbent_is_improved_by_subsets_before_the_integ
 
 @pytest.mark.parametrize("resists_until, halfway", [(0.3, True), (2.5, False)])
 def test_a_resisting_aim_is_dived_from_only_in_the_first_half_of_the_workers_time(monkeypatch, resists_until, halfway):
-    """The worker's loop (run in this process, its column generation stubbed: no threshold is ever refuted or
-    fits): an aim that resists early is followed by one refutation halfway to the best value (the start of a
-    dive); one that resists only after half the worker's time is refuted with all the time left, and no
-    threshold above the aim is ever tried."""
+    """The worker's loop without a gap (run in this process, its column generation stubbed: no threshold is
+    ever refuted or fits; with a gap the aim is held instead, see below): an aim that resists early is
+    followed by one refutation halfway to the best value (the start of a dive); one that resists only after
+    half the worker's time is refuted with all the time left, and no threshold above the aim is ever tried."""
     import queue
     from types import SimpleNamespace
     from viz_place.solvers.milp import set_bound, set_bound_worker
@@ -219,10 +219,10 @@ def test_a_resisting_aim_is_dived_from_only_in_the_first_half_of_the_workers_tim
     monkeypatch.setattr(set_bound, "refute", refute)
     monkeypatch.setattr(set_bound, "column_generation_start", lambda prob, allowed, starts: (None, None, None, []))
     monkeypatch.setattr(set_bound_worker, "DIVE_AFTER", resists_until)
-    out, best, value, gap = queue.Queue(), SimpleNamespace(value=47.0), 47.0, 0.01
+    out, best, value, gap = queue.Queue(), SimpleNamespace(value=47.0), 47.0, 0.0
     started = time.perf_counter()
     set_bound_worker._work(None, [], 40.0, gap, [], 4.0, best, out)   # half: 2 s
-    target = value / (1 + gap)
+    target = set_bound_worker.aim(value, 40.0, np.inf, gap)           # halfway from the floor to the value
     assert tried[0] == pytest.approx(target) and len(tried) > 2
     above = [T for T in tried if T > target * (1 + 1e-9)]
     assert above == ([pytest.approx((target + value) / 2)] if halfway else []), tried
@@ -230,7 +230,7 @@ def test_a_resisting_aim_is_dived_from_only_in_the_first_half_of_the_workers_tim
 
 
 def test_the_halfway_dive_takes_its_share_of_the_time_left_in_all(monkeypatch):
-    """The halfway dive beside a resisting aim (its column generation, then the dive in the relaxation) ends
+    """The halfway dive beside a resisting aim (no gap; its column generation, then the dive in the relaxation) ends
     by the same deadline, ``DIVE_SHARE`` of the time left when it starts but at most ``DIVE_MAX_SHARE`` of the
     worker's time, so the aim is refuted with the rest (on residual_75_s2_training a dive given all the time
     left once took 140 s and found nothing; on inception_100_s2_training one took 114 s of 250)."""
@@ -253,8 +253,8 @@ def test_the_halfway_dive_takes_its_share_of_the_time_left_in_all(monkeypatch):
     monkeypatch.setattr(set_dive, "dive", dive)
     monkeypatch.setattr(set_bound, "column_generation_start", lambda prob, allowed, starts: (None, None, None, []))
     monkeypatch.setattr(set_bound_worker, "DIVE_AFTER", 0.3)
-    value, gap = 47.0, 0.01
-    target = value / (1 + gap)
+    value, gap = 47.0, 0.0
+    target = set_bound_worker.aim(value, 40.0, np.inf, gap)
     end = time.perf_counter() + 4.0
     set_bound_worker._work(None, [], 40.0, gap, [], 4.0, SimpleNamespace(value=value), queue.Queue())
     kinds = [c[0] for c in calls]
@@ -267,11 +267,12 @@ def test_the_halfway_dive_takes_its_share_of_the_time_left_in_all(monkeypatch):
 
 
 def test_a_resisting_aim_leaves_the_worker_proving_lower_thresholds_from_the_best_bound(monkeypatch):
-    """The worker's loop (column generation stubbed: nothing is ever refuted or fits; each attempt runs to
-    its deadline): the prices of an attempt cut short are probed for a lower threshold they prove; once the
-    aim resists (``RESIST_MIN_S`` here), the next threshold is halfway from the best bound proven — its own
-    or the integer program's (``proven``) — up to the lowest threshold that resisted; when the integer
-    program proves more than that, the aim is tried again."""
+    """The worker's loop without a gap (column generation stubbed: nothing is ever refuted or fits; each
+    attempt runs to its deadline): the aim is halfway from the best bound proven — its own or the integer
+    program's (``proven``) — to the value; the prices of an attempt cut short are probed for a lower threshold
+    they prove; once the aim resists (``RESIST_MIN_S`` here), the next threshold is halfway from the best bound
+    proven up to the lowest threshold that resisted; when the integer program proves more than that, the aim
+    is tried again."""
     import queue
     from types import SimpleNamespace
     from viz_place.solvers.milp import set_bound, set_bound_worker
@@ -283,10 +284,10 @@ def test_a_resisting_aim_leaves_the_worker_proving_lower_thresholds_from_the_bes
         if len(tried) == 5:
             proven.value = 46.1          # the integer program proves more than every threshold that resisted
         time.sleep(max(0.0, deadline - time.perf_counter()))
-        return SimpleNamespace(refuted=False, lp_value=0.5, pool=[], centre=np.ones(3), iterations=1, columns=0,
+        return SimpleNamespace(refuted=False, lp_value=0.5, pool=[], centre=np.ones(3), certificate=-0.1, iterations=1, columns=0,
                                seconds=0.2)
 
-    def certified_threshold(types, exact, pi, lo, hi, *, deadline, steps=6):
+    def certified_threshold(types, exact, pi, lo, hi, *, deadline, steps=6, at_hi=None):
         probes.append((lo, hi))
         return lo + 0.5 if len(probes) == 1 else lo      # the first attempt's prices prove 0.5 more
     monkeypatch.setattr(set_bound, "refute", refute)
@@ -296,19 +297,19 @@ def test_a_resisting_aim_leaves_the_worker_proving_lower_thresholds_from_the_bes
     monkeypatch.setattr(set_bound_worker, "DIVE_MIN_LEFT", 1.0)       # no halfway dive
     monkeypatch.setattr(set_bound_worker, "RESIST_MIN_S", 0.2)
     monkeypatch.setattr(set_bound_worker, "RESIST_SHARE", 0.0)
-    out, value, gap = queue.Queue(), 47.0, 0.01
+    out, value, gap = queue.Queue(), 47.0, 0.0
     set_bound_worker._work(None, [], 40.0, gap, [], 2.0, SimpleNamespace(value=value), out, proven)
     said = []
     while not out.empty():
         said.append(out.get())
-    A = value / (1 + gap)
     assert len(tried) >= 6, tried
-    assert probes[0] == (45.0, pytest.approx(A))                      # above the integer program's bound
+    A0, A1 = (45.0 + value) / 2, (45.5 + value) / 2          # halfway from the integer program's bound, then ours
+    assert probes[0] == (45.0, pytest.approx(A0))                      # above the integer program's bound
     assert ("bound", 45.5) == said[0][:2] and "prices of" in said[0][2]
-    assert tried[:4] == [pytest.approx(A), pytest.approx(A), pytest.approx((45.5 + A) / 2),
-                         pytest.approx((45.5 + (45.5 + A) / 2) / 2)], tried
+    assert tried[:4] == [pytest.approx(A0), pytest.approx(A1), pytest.approx((45.5 + A1) / 2),
+                         pytest.approx((45.5 + (45.5 + A1) / 2) / 2)], tried
     assert [m[0] for m in said[1:3]] == ["resists", "resists"] and "lower thresholds next" in said[1][2]
-    assert tried[5] == pytest.approx(A), tried        # 46.1 proven above every resisted one: the aim again
+    assert tried[5] == pytest.approx((46.1 + value) / 2), tried   # 46.1 proven above every resisted one: the aim
     assert said[-1][0] == "done"
 
 
@@ -342,10 +343,10 @@ def test_the_worker_probes_prices_during_column_generation_and_keeps_time_for_th
         while time.perf_counter() < deadline:
             on_round(np.ones(3))          # a round priced exactly: its best prices so far
             time.sleep(0.02)
-        return SimpleNamespace(refuted=False, lp_value=0.5, pool=[], centre=np.ones(3), iterations=1, columns=0,
+        return SimpleNamespace(refuted=False, lp_value=0.5, pool=[], centre=np.ones(3), certificate=-0.1, iterations=1, columns=0,
                                seconds=deadline - attempts[-1][1])
 
-    def certified_threshold(types, exact, pi, lo, hi, *, deadline, steps=6):
+    def certified_threshold(types, exact, pi, lo, hi, *, deadline, steps=6, at_hi=None):
         probes.append((time.perf_counter(), lo, hi, deadline))
         return lo + 0.1
     monkeypatch.setattr(set_bound, "refute", refute)
@@ -372,3 +373,87 @@ def test_the_worker_probes_prices_during_column_generation_and_keeps_time_for_th
     bounds = [m for m in said if m[0] == "bound"]
     assert [b[1] for b in bounds] == pytest.approx([40.1 + 0.1 * i for i in range(len(probes))])
     assert all("prices of" in b[2] for b in bounds) and said[-1][0] == "done"
+
+
+def test_with_a_gap_the_worker_holds_the_aim_to_the_end_and_probes_its_prices(monkeypatch):
+    """With a requested gap the aim, value / (1 + gap), is the one threshold that settles it: the worker's loop
+    (column generation stubbed: nothing is ever refuted or fits) gives it all its time in one attempt — it
+    neither resists nor dives halfway to the value, however short ``DIVE_AFTER`` and ``RESIST_MIN_S`` — and
+    proves lower thresholds meanwhile from its prices only, each probe told the certificate at the aim. (On
+    inception_100_s2_training, leaving an aim that resisted, and diving halfway from it, ended at 63.03-63.22;
+    held, the aim 63.372 was refuted after 165 s of column generation: see the README.)"""
+    import queue
+    from types import SimpleNamespace
+    from viz_place.solvers.milp import set_bound, set_bound_worker
+    seconds, attempts, probes = 1.5, [], []
+
+    def refute(types, sources, T, *, deadline, on_round=None, **kw):
+        attempts.append((T, deadline))
+        while time.perf_counter() < deadline:
+            on_round(np.ones(3), -0.25)          # a round priced exactly: its best prices and their certificate
+            time.sleep(0.02)
+        return SimpleNamespace(refuted=False, lp_value=0.5, pool=[], centre=np.ones(3), certificate=-0.25,
+                               iterations=1, columns=0, seconds=1.0)
+
+    def certified_threshold(types, exact, pi, lo, hi, *, deadline, steps=6, at_hi=None):
+        probes.append((lo, hi, at_hi))
+        return lo + 0.1
+    monkeypatch.setattr(set_bound, "refute", refute)
+    monkeypatch.setattr(set_bound, "certified_threshold", certified_threshold)
+    monkeypatch.setattr(set_bound, "column_generation_start", lambda prob, allowed, starts: (None, None, None, []))
+    monkeypatch.setattr(set_bound_worker, "DIVE_AFTER", 0.1)
+    monkeypatch.setattr(set_bound_worker, "RESIST_MIN_S", 0.1)
+    monkeypatch.setattr(set_bound_worker, "RESIST_SHARE", 0.0)
+    monkeypatch.setattr(set_bound_worker, "PROBE_MIN_S", 0.2)
+    monkeypatch.setattr(set_bound_worker, "PROBE_EVERY", 0.0)
+    out, value, gap = queue.Queue(), 47.0, 0.01
+    start = time.perf_counter()
+    set_bound_worker._work(None, [], 40.0, gap, [], seconds, SimpleNamespace(value=value), out)
+    said = []
+    while not out.empty():
+        said.append(out.get())
+    aim = value / (1 + gap)
+    (T, until), = attempts
+    assert T == pytest.approx(aim)
+    assert until == pytest.approx(start + seconds * (1 - set_bound_worker.PROBE_RESERVE), abs=0.05)
+    assert len(probes) >= 3 and all(hi == pytest.approx(aim) and at_hi == -0.25 for _, hi, at_hi in probes)
+    kinds = [m[0] for m in said]
+    assert "resists" not in kinds and kinds[-1] == "done" and kinds.count("bound") == len(probes), said
+
+
+def test_probes_during_column_generation_take_at_most_their_share_of_the_time(monkeypatch):
+    """Each probe costs a few exact pricings (1-12 s on inception_100_s2_training, where probing every 30 s
+    took a fifth of the time column generation needed): probes during an attempt stop once they have taken
+    ``PROBE_SHARE`` of the worker's time so far, and start again as that share allows."""
+    import queue
+    from types import SimpleNamespace
+    from viz_place.solvers.milp import set_bound, set_bound_worker
+    seconds, probes = 2.0, []
+
+    def refute(types, sources, T, *, deadline, on_round=None, **kw):
+        while time.perf_counter() < deadline:
+            on_round(np.ones(3), -0.25)
+            time.sleep(0.01)
+        return SimpleNamespace(refuted=False, lp_value=0.5, pool=[], centre=np.ones(3), certificate=-0.25,
+                               iterations=1, columns=0, seconds=1.0)
+
+    def certified_threshold(types, exact, pi, lo, hi, *, deadline, steps=6, at_hi=None):
+        began = time.perf_counter()
+        time.sleep(0.1)                          # a probe of 0.1 s
+        probes.append((began, time.perf_counter()))
+        return lo
+    monkeypatch.setattr(set_bound, "refute", refute)
+    monkeypatch.setattr(set_bound, "certified_threshold", certified_threshold)
+    monkeypatch.setattr(set_bound, "column_generation_start", lambda prob, allowed, starts: (None, None, None, []))
+    monkeypatch.setattr(set_bound_worker, "PROBE_MIN_S", 0.0)
+    monkeypatch.setattr(set_bound_worker, "PROBE_EVERY", 0.0)
+    monkeypatch.setattr(set_bound_worker, "PROBE_RESERVE", 0.1)
+    monkeypatch.setattr(set_bound_worker, "PROBE_SHARE", 0.2)
+    start = time.perf_counter()
+    set_bound_worker._work(None, [], 40.0, 0.01, [], seconds, SimpleNamespace(value=47.0), queue.Queue())
+    during = [p for p in probes if p[0] < start + seconds * 0.9 - 0.01]
+    assert len(during) >= 3, probes
+    for i, (began, _) in enumerate(during):    # before each probe, the ones before it took at most the share
+        spent = sum(e - b for b, e in during[:i])
+        assert spent <= 0.2 * (began - start) + 1e-3, (i, spent, began - start)
+    assert sum(e - b for b, e in during) <= 0.2 * seconds + 0.1 + 1e-3      # at most one probe beyond the share

@@ -42,7 +42,7 @@ Placement of DNN Graph Operators*), generalised to device classes and pins:
   the time) the groups of two devices at a time (more after a round without gain)
   are re-solved exactly with the others fixed (:mod:`.neighbourhoods`): when the
   integer program stops short of the gap, and on long runs (with the set bound)
-  first on pairs from the polished warm start, before the integer program;
+  first on pairs (then three devices) from the polished warm start, before the integer program;
 * on long runs (``set_bound``; by default for limits of 60 s or more) the set-partitioning bound by
   column generation with exact pricing (:mod:`.set_bound`), aimed at the best placement's value / (1 + gap):
   a refuted threshold becomes the run's bound — communication, which the LP relaxation hardly sees. It runs
@@ -115,8 +115,13 @@ FLOOR_EXACT_NODES = 20000
 #: The main integer program gets at least this share of the time limit (the bound phase ends before).
 MAIN_SHARE = 0.4
 #: Share of the subset search's time (``lns``) its first pass may take, on pairs of devices from the polished
-#: warm start, before the integer program (the rest after it).
-EARLY_LNS = 0.5
+#: warm start (three after a round of pairs without gain), before the integer program (the rest after it). On
+#: inception_100_s2_training pairs stop at 64.192 and three-device subsets reach 64.0058, 25 s later: with a
+#: share of 0.5 and pairs only, the set bound aimed at 64.192 / 1.01 (beyond its relaxation's reach) until the
+#: last subset search found 64.0058 at 265 s.
+EARLY_LNS = 0.75
+#: Devices per subset at most in that first pass.
+EARLY_LNS_MAX_SIZE = LNS_SIZE + 1
 #: Groups whose fastest compute is at least this share of the floor stay integral in the bound phase.
 BIG_SHARE = 0.05
 #: The bound phase runs only when at most this share of the groups (and this many) stay integral.
@@ -288,9 +293,11 @@ def _floor_proves(value: float, floor: float, opts) -> bool:
 
 
 def _pairs_first(problem, allowed, sym_sets, opts, hooks, warm, floor, *, deadline: float):
-    """With the set bound (long runs): pairs of devices re-solved from the polished warm start before the integer
-    program until ``deadline`` — a better start for it and a lower aim for the set bound. The new warm start."""
-    got = run_lns(problem, allowed, sym_sets, opts, hooks, start=warm[0], deadline=deadline, max_size=LNS_SIZE,
+    """With the set bound (long runs): pairs of devices (then three) re-solved from the polished warm start before
+    the integer program until ``deadline`` — a better start for it and a lower aim for the set bound. The new warm
+    start."""
+    got = run_lns(problem, allowed, sym_sets, opts, hooks, start=warm[0], deadline=deadline,
+                  max_size=EARLY_LNS_MAX_SIZE,
                   bound=floor if np.isfinite(floor) and floor > 0 else None)
     return (got[0], f"{warm[1]}, improved by re-solving device subsets") if got is not None else warm
 

@@ -44,6 +44,9 @@ __all__ = ["DeviceType", "ExactPricer", "LocalPricer", "MasterFailed", "Pricer",
 
 #: A refutation counts only when its certificate is above this (the prices are a fraction of 1 each).
 CERTIFICATE_MARGIN = 1e-6
+#: :func:`certified_threshold` first tries the prices this share of the way up from the bound proven (when they
+#: fail there, they prove nothing: one pricing), and stops when the bracket is within this share of the threshold.
+PROBE_FIRST, PROBE_TOL = 1e-3, 1e-4
 
 
 class MasterFailed(RuntimeError):
@@ -140,8 +143,8 @@ def refute(types: list[DeviceType], sources: Sources, T: float, *, pricers: list
     prices halves ``a`` (at 0 this is plain column generation, whose end is the LP's own certificate).
     ``centre``: prices to start from, typically a refutation's at a threshold above ``T`` (every set that
     fits within ``T`` fits there, so those prices certify at least as much here as there). ``on_round``
-    is called with the best certificate's prices after every round that priced exactly (a caller may try
-    them on lower thresholds meanwhile: :func:`certified_threshold`)."""
+    is called with the best certificate's prices and that certificate after every round that priced exactly
+    (a caller may try them on lower thresholds meanwhile: :func:`certified_threshold`)."""
     t0 = _now()
     G = len(types[0].mem)
     master = Master(G, types, fixed=fixed)
@@ -206,7 +209,7 @@ def refute(types: list[DeviceType], sources: Sources, T: float, *, pricers: list
         if cert > best_cert:
             best_cert, centre = cert, pi.copy()
         if on_round is not None and centre is not None and cert > -np.inf:
-            on_round(centre)
+            on_round(centre, best_cert)
         log.append((round(_now() - t0, 3), round(lp, 6), round(cert, 6), len(master.columns), round(a, 3), spent))
         if best_cert > CERTIFICATE_MARGIN:
             break
@@ -239,13 +242,15 @@ def certificate(types: list[DeviceType], exact: Sequence[ExactPricer], pi: np.nd
 
 
 def certified_threshold(types: list[DeviceType], exact: Sequence[ExactPricer], pi: np.ndarray, lo: float,
-                        hi: float, *, deadline: float, steps: int = 6) -> float:
-    """The highest threshold in ``(lo, hi)`` that the prices ``pi`` alone prove nothing fits within, found
-    by bisection (``steps`` exact pricings of each type at most; no column generation), or ``lo`` when none
-    is. A column generation that ran out of time at ``hi`` leaves prices that often certify a threshold
-    a little lower (its certificate rises as the threshold falls): on inception_100_s2_training the prices
-    of 43 s at 63.70 (certificate -0.15 there) prove 63.2 in one pricing of 1.5 s, where column generation
-    at 63.3 from the start takes about 60 s.
+                        hi: float, *, deadline: float, steps: int = 6, at_hi: float | None = None) -> float:
+    """The highest threshold in ``(lo, hi]`` that the prices ``pi`` alone prove nothing fits within (up to
+    :data:`PROBE_TOL`), found by regula falsi (``steps`` exact pricings of each type at most; no column
+    generation), or ``lo`` when none is: one pricing when ``pi`` fails just above ``lo``. ``at_hi``: the
+    certificate of ``pi`` at ``hi`` when the caller knows it (column generation at ``hi`` computed it), which
+    saves the pricing there. A column generation that ran out of time at ``hi`` leaves prices that often
+    certify a threshold a little lower (its certificate rises as the threshold falls): on
+    inception_100_s2_training the prices of 43 s at 63.70 (certificate -0.15 there) prove 63.2 in one
+    pricing of 1.5 s, where column generation at 63.3 from the start takes about 60 s.
 
     >>> from viz_place.testing import random_instance
     >>> from viz_place.cost import compile_problem, simple_lower_bound
@@ -254,22 +259,59 @@ def certified_threshold(types: list[DeviceType], exact: Sequence[ExactPricer], p
     >>> prob = compile_problem(inst.graph, inst.cluster)
     >>> types, sources, exact, pool = column_generation_start(prob, allowed_devices(prob, inst.pins))
     >>> r = refute(types, sources, 17.9, pricers=exact, exact=exact, columns=pool, deadline=_now() + 20)
-    >>> r.refuted, round(certified_threshold(types, exact, r.centre, 9.0, 17.9, deadline=_now() + 20), 4)
-    (True, 17.7609)
+    >>> r.refuted, certified_threshold(types, exact, r.centre, 9.0, 17.9, deadline=_now() + 20)   # all of it
+    (True, 17.9)
+    >>> 17.9 < certified_threshold(types, exact, r.centre, 9.0, 18.5, deadline=_now() + 20) < 18.0   # 18 fits
+    True
     >>> certificate(types, exact, r.centre, 18.0, deadline=_now() + 20) > CERTIFICATE_MARGIN   # 18 fits
     False
     """
-    best = lo
-    for _ in range(steps):
-        T = (best + hi) / 2
+    # a certificate falls with the threshold, nearly in a straight line on large graphs (each set's best price
+    # grows with the room it is given) and in steps on small ones: so the search is the secant step between a
+    # threshold proven and one not, every other step bisection; and prices that prove nothing just above ``lo``
+    # (the usual case once they have proven what they can) cost one pricing, not ``steps``
+    a = lo + PROBE_FIRST * (hi - lo)
+    ca = certificate(types, exact, pi, a, deadline=deadline)
+    if not ca > CERTIFICATE_MARGIN:
+        return lo
+    b, cb = hi, (at_hi if at_hi is not None else certificate(types, exact, pi, hi, deadline=deadline))
+    if cb == -np.inf:
+        return a
+    if cb > CERTIFICATE_MARGIN:
+        return hi
+    for step in range(steps - 2):
+        if b - a <= PROBE_TOL * b:
+            break
+        # the secant's point a hair towards the proven end (on a straight line it is then proven, not a coin
+        # toss), never within a tenth of the bracket's ends
+        share = (ca - CERTIFICATE_MARGIN) / (ca - cb) * (1 - 1e-3)
+        T = (a + b) / 2 if step % 2 else a + (b - a) * min(0.9, max(0.1, share))
         cert = certificate(types, exact, pi, T, deadline=deadline)
         if cert == -np.inf:
             break
         if cert > CERTIFICATE_MARGIN:
-            best = T
+            a, ca = T, cert
         else:
-            hi = T
-    return best
+            b, cb = T, cert
+    return a
+    if cb > CERTIFICATE_MARGIN:
+        return hi
+    side = 0
+    for _ in range(steps - 2):
+        if b - a <= PROBE_TOL * b:
+            break
+        w = (b - a) / 10        # never at the bracket's ends: each step narrows it by a tenth at least
+        T = min(b - w, max(a + w, a + (b - a) * (ca - CERTIFICATE_MARGIN) / (ca - cb)))
+        cert = certificate(types, exact, pi, T, deadline=deadline)
+        if cert == -np.inf:
+            break
+        if cert > CERTIFICATE_MARGIN:
+            a, ca = T, cert
+            cb, side = (cb / 2 if side == 1 else cb), 1     # Illinois: the end that stays is pulled in
+        else:
+            b, cb = T, cert
+            ca, side = (ca / 2 if side == -1 else ca), -1
+    return a
 
 
 @dataclass

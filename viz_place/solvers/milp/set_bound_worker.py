@@ -5,20 +5,24 @@ time from it. On a machine with a second core it can instead run for the whole r
 own (:class:`SetBoundWorker`, started with ``spawn``: nothing of the parent's threads or HiGHS state is
 inherited): the parent hands it every better placement's value and every bound its integer program
 proves, and it refutes the threshold that would settle the requested gap, ``value / (1 + gap)``
-(:func:`aim`), abandoning it for a lower one when a better placement lowers the aim by ``RETARGET``. Where
-the aim cannot be proven — its relaxation fits, or it *resists* (neither refuted nor fitting after
-:data:`RESIST_SHARE` of the time) — it proves lower thresholds meanwhile, each halfway from the best bound
-proven (its own or the integer program's) up to the lowest such threshold; without a gap each threshold
-halves the current one. A threshold's prices are also tried on lower thresholds, during its column generation
-(:data:`PROBE_EVERY`) and when it stops short; the last :data:`PROBE_RESERVE` of the time is kept for that.
+(:func:`aim`), abandoning it for a lower one when a better placement lowers the aim by ``RETARGET``, and
+otherwise *holding* it to the end of its time. Without a gap each threshold halves the current gap; where
+the aim cannot be proven — its relaxation fits, or (without a gap) it *resists*: neither refuted nor fitting
+after :data:`RESIST_SHARE` of the time — it proves lower thresholds meanwhile, each halfway from the best
+bound proven (its own or the integer program's) up to the lowest such threshold. A threshold's prices are
+also tried on lower thresholds (:func:`.set_bound.certified_threshold`), during its column generation
+(:data:`PROBE_EVERY`, in at most :data:`PROBE_SHARE` of the time) and when it stops short; the last
+:data:`PROBE_RESERVE` of the time is kept for that. (On inception_100_s2_training, with the aim 63.372 of
+a placement of 64.0058, a worker that left it after 43 s for lower thresholds ended at 63.03-63.22; held,
+it was refuted after 165 s of column generation, the probes proving 63.20 meanwhile.)
 (Refuting the thresholds on the way up costs about as much as refuting each alone:
 on residual_75_s2_training, carrying the columns from 45.9 up to 46.2 took 207 s, refuting 46.2 alone
 125 s; but on inception_100_s2_training the aims, value / 1.01 of placements of 64-65, are beyond the
 relaxation's reach, which lies between 63.45 and 64.05, and a worker that only aimed proved nothing in
 300 s.) Each refuted threshold is a bound over all placements; the parent's phases see it through
 :class:`BesideHooks` (reported as the run's bound, and stopping the phase once it settles the gap). Where a
-threshold's relaxation fits below the best value, and once per best value when the aim resists in the first
-half of its time (:data:`DIVE_MIN_LEFT`), the worker dives in the relaxation for a better placement
+threshold's relaxation fits below the best value, and (without a gap) once per best value when the aim
+resists in the first half of its time (:data:`DIVE_MIN_LEFT`), the worker dives in the relaxation for a better placement
 (:mod:`.set_dive`; at most :data:`DIVE_MAX_SHARE` of its time each) and sends it to the parent, which
 keeps it when the evaluator confirms its value (``placement``: the parent hands it to HiGHS and to the
 subset search).
@@ -55,7 +59,7 @@ from .backends import OPTIMALITY_TOL, progress_data
 RETARGET = 1e-3
 #: Seconds between reads of the worker's messages by the phases' hooks.
 POLL_EVERY = 0.05
-#: Seconds a threshold may resist before the worker dives once halfway from it to the best value, and the
+#: Without a gap: seconds the aim may resist before the worker dives once halfway from it to the best value, and the
 #: share of the time left that this dive may take in all (its column generation, then the dive itself).
 DIVE_AFTER, DIVE_SHARE = 20.0, 0.5
 #: That dive is tried only while at least this share of the worker's time is left; later, the time goes to
@@ -68,13 +72,19 @@ DIVE_MAX_SHARE = 0.15
 #: A threshold neither refuted nor fitting after this share of the worker's time (at least
 #: ``RESIST_MIN_S`` seconds) *resists*: until the aim drops below it, the worker refutes lower thresholds,
 #: halfway from the best bound proven (its own or the integer program's) up to it, so that its time still
-#: raises the bound where the aim is beyond its relaxation's reach.
+#: raises the bound where the aim is beyond its relaxation's reach. Not the aim of a requested gap: that one
+#: is held (its refutation may take most of the run: 165 s on inception_100_s2_training), the probes of its
+#: prices proving lower thresholds meanwhile.
 RESIST_SHARE, RESIST_MIN_S = 0.15, 10.0
 #: While column generation runs at a threshold, its best prices are tried on lower thresholds
 #: (:func:`.set_bound.certified_threshold`) every ``PROBE_EVERY`` of the worker's time (at least
 #: ``PROBE_MIN_S`` seconds); the last ``PROBE_RESERVE`` of it is kept for probing the prices the last
 #: attempt leaves (before, a run's last attempt ended with the time and its prices went unused).
 PROBE_EVERY, PROBE_MIN_S, PROBE_RESERVE = 0.1, 15.0, 0.03
+#: Those probes during column generation take at most this share of the worker's time so far (each costs a
+#: few exact pricings, 1-12 s in all on inception_100_s2_training: probing every 30 s took a fifth of the time
+#: that column generation needed to refute the aim).
+PROBE_SHARE = 0.1
 
 
 def second_core() -> bool:
@@ -87,10 +97,12 @@ def second_core() -> bool:
 
 
 def aim(value: float, lo: float, hi: float, gap: float) -> float:
-    """The threshold to refute next, given the best value, the best refuted threshold ``lo`` and the lowest
-    one at which the relaxation fits, ``hi`` (``inf``: none yet). With a gap, ``value / (1 + gap)``: the one
-    that settles it (the thresholds in between cost nearly as much each and settle nothing); without,
-    halfway from ``lo`` to ``min(value, hi)`` (the gap halves with each).
+    """The threshold to refute next, given the best value, the best bound proven ``lo`` (the worker's or the
+    integer program's) and the lowest threshold at which the relaxation fits, ``hi`` (``inf``: none yet).
+    With a gap, ``value / (1 + gap)``: the one that settles it (the thresholds in between cost nearly as much
+    each and settle nothing); without, halfway from ``lo`` to ``min(value, hi)`` (the gap halves with each).
+    (Halfway from the worker's own bound, as before, ended a run without a gap early: once the integer
+    program proved more than that halfway point, the worker took it for a settled gap.)
 
     >>> round(aim(47.0, 45.0, np.inf, 0.01), 4), aim(50.0, 40.0, np.inf, 0.0), aim(50.0, 40.0, 44.0, 0.0)
     (46.5347, 45.0, 42.0)
@@ -101,11 +113,12 @@ def aim(value: float, lo: float, hi: float, gap: float) -> float:
 def _work(prob, allowed, floor: float, gap: float, starts, seconds: float, best, out, proven=None) -> None:
     """The worker process: refute thresholds (see :func:`aim`; while the aim is above one at which the
     relaxation fits or one that resisted, halfway up to the lower of those from the best bound proven)
-    until ``seconds`` have passed, abandoning a threshold when the aim drops below it by ``RETARGET``; a
-    threshold that resists (:data:`RESIST_SHARE`) is left for lower ones until the aim drops below it;
-    where the relaxation fits below the best value, dive in it for a placement (:func:`.set_dive.dive`);
-    when the aim resists for ``DIVE_AFTER`` seconds, dive once halfway between it and the best value — only
-    in the first half of ``seconds`` (:data:`DIVE_MIN_LEFT`). Every refuted threshold, placement found and
+    until ``seconds`` have passed, abandoning a threshold when the aim drops below it by ``RETARGET``. With a
+    gap the aim is held until then; without, a threshold that resists (:data:`RESIST_SHARE`) is left for
+    lower ones until the aim drops below it, and when the aim resists for ``DIVE_AFTER`` seconds the worker
+    dives once halfway between it and the best value — only in the first half of ``seconds``
+    (:data:`DIVE_MIN_LEFT`). Where the relaxation fits below the best value, it dives in it for a placement
+    (:func:`.set_dive.dive`). Every refuted threshold, placement found and
     why it stopped go to ``out``; ``best`` holds the best value known (the parent's and its own),
     ``proven`` (optional) the best bound the parent's integer program has proven."""
     from .set_bound import MasterFailed, certified_threshold, column_generation_start, refute
@@ -132,19 +145,26 @@ def _work(prob, allowed, floor: float, gap: float, starts, seconds: float, best,
 
         def still_aimed(T: float) -> bool:
             """Whether ``T`` is still wanted: the aim has not dropped below it by ``RETARGET``."""
-            return aim(best.value, lo, hi, gap) >= T * (1 - RETARGET)
+            return aim(best.value, proven_base(), hi, gap) >= T * (1 - RETARGET)
 
-        last_probe = time.perf_counter()
+        last_probe = began = time.perf_counter()
+        probing = 0.0               # seconds spent probing during column generation
 
-        def probe(T: float, prices: np.ndarray, how: str, *, every: float = 0.0) -> None:
-            """Prove the highest threshold below ``T`` that ``prices`` certify (a few exact pricings)."""
-            nonlocal lo, last_probe
+        def probe(T: float, prices: np.ndarray, cert: float | None, how: str, *, during: bool = False) -> None:
+            """Prove the highest threshold below ``T`` that ``prices`` (certificate ``cert`` at ``T``, when
+            known) certify (a few exact pricings); ``during`` column generation, only every ``probe_every``
+            seconds and while such probes have taken at most ``PROBE_SHARE`` of the time."""
+            nonlocal lo, last_probe, probing
             now = time.perf_counter()
-            if now - last_probe < every or not still_aimed(T):
+            if not still_aimed(T) or (during and (now - last_probe < probe_every or
+                                                  probing > PROBE_SHARE * (now - began))):
                 return
             last_probe = now
             below = proven_base()
-            got = certified_threshold(types, exact, prices, below, T, deadline=min(deadline, now + dive_cap))
+            got = certified_threshold(types, exact, prices, below, T, deadline=min(deadline, now + dive_cap),
+                                      at_hi=cert if cert is not None and np.isfinite(cert) else None)
+            if during:
+                probing += time.perf_counter() - now
             if got > below:
                 lo = got
                 out.put(("bound", got, f"set-partitioning bound: nothing fits within {got:.6g} (proven by the "
@@ -158,8 +178,8 @@ def _work(prob, allowed, floor: float, gap: float, starts, seconds: float, best,
             return True
 
         while time.perf_counter() < attempts_end - 0.5:
-            target = aim(best.value, lo, hi, gap)
             base = proven_base()
+            target = aim(best.value, base, hi, gap)
             if resisted <= base * (1 + 1e-6):      # proven meanwhile (by the integer program): the aim again
                 resisted = np.inf
             top = min(hi, resisted)
@@ -173,17 +193,19 @@ def _work(prob, allowed, floor: float, gap: float, starts, seconds: float, best,
                 out.put(("done", lo, f"set-partitioning bound: {why}"))
                 return
             value = best.value
-            stall = value < dived_for and T == target
+            held = gap > 0 and T == target      # the threshold that settles the gap: held to the end (probed)
+            stall = not held and value < dived_for and T == target
             started = time.perf_counter()
             r = refute(types, sources, T, pricers=exact, exact=exact, columns=pool,
-                       deadline=min(attempts_end, started + (DIVE_AFTER if stall else resist)),
+                       deadline=attempts_end if held else min(attempts_end,
+                                                              started + (DIVE_AFTER if stall else resist)),
                        cancelled=lambda T=T: not still_aimed(T), centre=centre,
-                       on_round=lambda pi, T=T, t0=started: probe(
-                           T, pi, f"{time.perf_counter() - t0:.0f} s", every=probe_every))
+                       on_round=lambda pi, cert=None, T=T, t0=started: probe(
+                           T, pi, cert, f"{time.perf_counter() - t0:.0f} s", during=True))
             pool, centre = r.pool, (r.centre if r.centre is not None else centre)
             if not r.refuted and r.lp_value > 1e-9 and r.centre is not None:
                 # out of time at T: its best prices may still prove a lower threshold (a few pricings)
-                probe(T, r.centre, f"{r.seconds:.0f} s")
+                probe(T, r.centre, r.certificate, f"{r.seconds:.0f} s")
             if r.refuted:
                 lo = T
                 out.put(("bound", T, f"set-partitioning bound: nothing fits within {T:.6g} (proven, "
@@ -206,7 +228,7 @@ def _work(prob, allowed, floor: float, gap: float, starts, seconds: float, best,
                 if rd.lp_value <= 1e-9:
                     found(dive(prob, types, sources, Td, pool=pool, first=rd, deadline=until, ceiling=value), Td,
                           f"{T:.6g} resisted for {DIVE_AFTER:g} s; its relaxation fits within {Td:.6g}")
-            elif not stall and time.perf_counter() - started >= resist - 1e-3 and still_aimed(T):
+            elif not stall and not held and time.perf_counter() - started >= resist - 1e-3 and still_aimed(T):
                 resisted = T             # out of reach in the time given: lower thresholds until the aim drops
                 out.put(("resists", lo, f"set-partitioning bound: {T:.6g} neither refuted nor fitting after "
                                         f"{resist:.0f} s: lower thresholds next"))
