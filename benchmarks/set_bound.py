@@ -10,6 +10,14 @@ value, certificate, columns, smoothing, pricing seconds per device type).
     .venv/bin/python benchmarks/set_bound.py 46.0 --seconds 900 --pricing milp     # as before the pricing DP
     .venv/bin/python benchmarks/set_bound.py 46.2 --seconds 900 --pricing exact-attempts
     .venv/bin/python benchmarks/set_bound.py 45.5 46.0 46.4 --graph residual:75:2:training --seconds 150 --log
+
+``--worker VALUES`` runs instead the loop of the process ``ilp-noncontig`` starts beside its integer program
+(:func:`viz_place.solvers.milp.set_bound_worker._work`, here in this process, with no start placement) for
+``--seconds``, the best value known changing at the given times (``seconds:value,...``), and prints what it
+proves and when (the thresholds given are ignored, pass any):
+
+    .venv/bin/python benchmarks/set_bound.py 0 --worker 0:65.354,27:64.192,52:64.0058 \
+        --graph inception:100:2:training --seconds 284 --gap 0.01
 """
 from __future__ import annotations
 
@@ -51,10 +59,15 @@ def main(argv=None) -> int:
     ap.add_argument("--ladder", action="store_true",
                     help="carry the columns from each threshold to the next (as the set bound beside the integer "
                          "program keeps them when it retargets) and print the cumulative seconds")
+    ap.add_argument("--worker", default="", help="seconds:value,... — run the set bound's worker loop with the "
+                    "best value known changing at these times (see above)")
+    ap.add_argument("--gap", type=float, default=0.01, help="with --worker: the requested gap (default 0.01)")
     args = ap.parse_args(argv)
     fam, n, seed, *rest = args.graph.split(":")
     g = make_graph(fam, int(n), int(seed), training=bool(rest and rest[0] == "training"))
     prob = compile_problem(g, g.default_cluster)
+    if args.worker:
+        return _worker(prob, args)
     types = device_types(prob, allowed_devices(prob, {}))
     sources = Sources.of(prob)
     print(f"{g.name}: {len(prob.groups)} groups, device types "
@@ -80,6 +93,42 @@ def main(argv=None) -> int:
             for row in r.log:
                 if row[2] is not None:
                     print("   ", row)
+    return 0
+
+
+def _worker(prob, args) -> int:
+    """``--worker``: the set bound's worker loop in this process, its messages printed with their time."""
+    import queue
+    import threading
+    from types import SimpleNamespace
+
+    from viz_place.cost import simple_lower_bound
+    from viz_place.solvers.milp.max_load import FLOOR_EXACT_NODES
+    from viz_place.solvers.milp.set_bound_worker import _work
+    values = [tuple(float(x) for x in item.split(":")) for item in args.worker.split(",")]
+    graph, cluster = prob.graph, prob.cluster
+    floor = simple_lower_bound(graph, cluster, exact_nodes=FLOOR_EXACT_NODES)[0]
+    best, out, t0 = SimpleNamespace(value=values[0][1]), queue.Queue(), time.perf_counter()
+    print(f"{prob.graph.name}: floor {floor:.6g}, gap {args.gap:g}, best value {best.value:.6g} at first")
+
+    def offer() -> None:                     # the parent's better placements, at their times
+        for at, value in values[1:]:
+            time.sleep(max(0.0, at - (time.perf_counter() - t0)))
+            best.value = min(best.value, value)
+            print(f"{time.perf_counter() - t0:7.1f} s  best value {value:.6g}", flush=True)
+    threading.Thread(target=offer, daemon=True).start()
+    done = threading.Event()
+
+    def show() -> None:
+        while True:
+            kind, bound, message, *_ = out.get()
+            print(f"{time.perf_counter() - t0:7.1f} s  {kind:9s} {bound:.6g}  {message}", flush=True)
+            if kind == "done":
+                done.set()
+                return
+    threading.Thread(target=show, daemon=True).start()
+    _work(prob, allowed_devices(prob, {}), floor, args.gap, [], args.seconds, best, out)
+    done.wait(5)
     return 0
 
 

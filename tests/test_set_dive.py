@@ -328,14 +328,32 @@ def test_the_worker_stops_once_the_integer_programs_bound_settles_the_gap(monkey
     assert (kind, lo, tried) == ("done", 40.0, []) and "46.6 settles the gap" in message
 
 
+def _run_stubbed_worker(monkeypatch, *, refute, certified_threshold, seconds: float, gap: float = 0.01,
+                        value: float = 47.0, **constants) -> list:
+    """The worker's loop in this process, its column generation (``refute``) and probes stubbed, some of its
+    constants set (``DIVE_AFTER=...``); the floor 40. Returns what it said, in order."""
+    import queue
+    from types import SimpleNamespace
+    from viz_place.solvers.milp import set_bound, set_bound_worker
+    monkeypatch.setattr(set_bound, "refute", refute)
+    monkeypatch.setattr(set_bound, "certified_threshold", certified_threshold)
+    monkeypatch.setattr(set_bound, "column_generation_start", lambda prob, allowed, starts: (None, None, None, []))
+    for name, v in constants.items():
+        monkeypatch.setattr(set_bound_worker, name, v)
+    out = queue.Queue()
+    set_bound_worker._work(None, [], 40.0, gap, [], seconds, SimpleNamespace(value=value), out)
+    said = []
+    while not out.empty():
+        said.append(out.get())
+    return said
+
+
 def test_the_worker_probes_prices_during_column_generation_and_keeps_time_for_the_last_attempts(monkeypatch):
     """While one threshold's column generation runs, its best prices are tried on lower thresholds every
     ``PROBE_EVERY`` of the worker's time (``on_round``), each proof reported at once; the attempt stops
     ``PROBE_RESERVE`` of the time before the end, and its last prices are probed in the time kept (before,
     a run's last attempt ended with the time and its prices went unused)."""
-    import queue
     from types import SimpleNamespace
-    from viz_place.solvers.milp import set_bound, set_bound_worker
     seconds, attempts, probes = 2.0, [], []
 
     def refute(types, sources, T, *, deadline, on_round=None, **kw):
@@ -349,20 +367,11 @@ def test_the_worker_probes_prices_during_column_generation_and_keeps_time_for_th
     def certified_threshold(types, exact, pi, lo, hi, *, deadline, steps=6, at_hi=None):
         probes.append((time.perf_counter(), lo, hi, deadline))
         return lo + 0.1
-    monkeypatch.setattr(set_bound, "refute", refute)
-    monkeypatch.setattr(set_bound, "certified_threshold", certified_threshold)
-    monkeypatch.setattr(set_bound, "column_generation_start", lambda prob, allowed, starts: (None, None, None, []))
-    monkeypatch.setattr(set_bound_worker, "DIVE_AFTER", 100.0)         # one long attempt: no dive, no resisting
-    monkeypatch.setattr(set_bound_worker, "RESIST_MIN_S", 100.0)
-    monkeypatch.setattr(set_bound_worker, "PROBE_MIN_S", 0.3)
-    monkeypatch.setattr(set_bound_worker, "PROBE_EVERY", 0.0)
-    monkeypatch.setattr(set_bound_worker, "PROBE_RESERVE", 0.2)
-    out, value, gap = queue.Queue(), 47.0, 0.01
+    value, gap = 47.0, 0.01
     start = time.perf_counter()
-    set_bound_worker._work(None, [], 40.0, gap, [], seconds, SimpleNamespace(value=value), out)
-    said = []
-    while not out.empty():
-        said.append(out.get())
+    said = _run_stubbed_worker(monkeypatch, refute=refute, certified_threshold=certified_threshold, seconds=seconds,
+                               DIVE_AFTER=100.0, RESIST_MIN_S=100.0,      # one long attempt: no dive, no resisting
+                               PROBE_MIN_S=0.3, PROBE_EVERY=0.0, PROBE_RESERVE=0.2)
     (T, _, until), = attempts
     assert T == pytest.approx(value / (1 + gap))
     assert until == pytest.approx(start + seconds * (1 - 0.2), abs=0.05)       # the time kept for the last probe
@@ -382,9 +391,8 @@ def test_with_a_gap_the_worker_holds_the_aim_to_the_end_and_probes_its_prices(mo
     proves lower thresholds meanwhile from its prices only, each probe told the certificate at the aim. (On
     inception_100_s2_training, leaving an aim that resisted, and diving halfway from it, ended at 63.03-63.22;
     held, the aim 63.372 was refuted after 165 s of column generation: see the README.)"""
-    import queue
     from types import SimpleNamespace
-    from viz_place.solvers.milp import set_bound, set_bound_worker
+    from viz_place.solvers.milp import set_bound_worker
     seconds, attempts, probes = 1.5, [], []
 
     def refute(types, sources, T, *, deadline, on_round=None, **kw):
@@ -398,20 +406,10 @@ def test_with_a_gap_the_worker_holds_the_aim_to_the_end_and_probes_its_prices(mo
     def certified_threshold(types, exact, pi, lo, hi, *, deadline, steps=6, at_hi=None):
         probes.append((lo, hi, at_hi))
         return lo + 0.1
-    monkeypatch.setattr(set_bound, "refute", refute)
-    monkeypatch.setattr(set_bound, "certified_threshold", certified_threshold)
-    monkeypatch.setattr(set_bound, "column_generation_start", lambda prob, allowed, starts: (None, None, None, []))
-    monkeypatch.setattr(set_bound_worker, "DIVE_AFTER", 0.1)
-    monkeypatch.setattr(set_bound_worker, "RESIST_MIN_S", 0.1)
-    monkeypatch.setattr(set_bound_worker, "RESIST_SHARE", 0.0)
-    monkeypatch.setattr(set_bound_worker, "PROBE_MIN_S", 0.2)
-    monkeypatch.setattr(set_bound_worker, "PROBE_EVERY", 0.0)
-    out, value, gap = queue.Queue(), 47.0, 0.01
+    value, gap = 47.0, 0.01
     start = time.perf_counter()
-    set_bound_worker._work(None, [], 40.0, gap, [], seconds, SimpleNamespace(value=value), out)
-    said = []
-    while not out.empty():
-        said.append(out.get())
+    said = _run_stubbed_worker(monkeypatch, refute=refute, certified_threshold=certified_threshold, seconds=seconds,
+                               DIVE_AFTER=0.1, RESIST_MIN_S=0.1, RESIST_SHARE=0.0, PROBE_MIN_S=0.2, PROBE_EVERY=0.0)
     aim = value / (1 + gap)
     (T, until), = attempts
     assert T == pytest.approx(aim)
@@ -425,9 +423,7 @@ def test_probes_during_column_generation_take_at_most_their_share_of_the_time(mo
     """Each probe costs a few exact pricings (1-12 s on inception_100_s2_training, where probing every 30 s
     took a fifth of the time column generation needed): probes during an attempt stop once they have taken
     ``PROBE_SHARE`` of the worker's time so far, and start again as that share allows."""
-    import queue
     from types import SimpleNamespace
-    from viz_place.solvers.milp import set_bound, set_bound_worker
     seconds, probes = 2.0, []
 
     def refute(types, sources, T, *, deadline, on_round=None, **kw):
@@ -442,15 +438,9 @@ def test_probes_during_column_generation_take_at_most_their_share_of_the_time(mo
         time.sleep(0.1)                          # a probe of 0.1 s
         probes.append((began, time.perf_counter()))
         return lo
-    monkeypatch.setattr(set_bound, "refute", refute)
-    monkeypatch.setattr(set_bound, "certified_threshold", certified_threshold)
-    monkeypatch.setattr(set_bound, "column_generation_start", lambda prob, allowed, starts: (None, None, None, []))
-    monkeypatch.setattr(set_bound_worker, "PROBE_MIN_S", 0.0)
-    monkeypatch.setattr(set_bound_worker, "PROBE_EVERY", 0.0)
-    monkeypatch.setattr(set_bound_worker, "PROBE_RESERVE", 0.1)
-    monkeypatch.setattr(set_bound_worker, "PROBE_SHARE", 0.2)
     start = time.perf_counter()
-    set_bound_worker._work(None, [], 40.0, 0.01, [], seconds, SimpleNamespace(value=47.0), queue.Queue())
+    _run_stubbed_worker(monkeypatch, refute=refute, certified_threshold=certified_threshold, seconds=seconds,
+                        PROBE_MIN_S=0.0, PROBE_EVERY=0.0, PROBE_RESERVE=0.1, PROBE_SHARE=0.2)
     during = [p for p in probes if p[0] < start + seconds * 0.9 - 0.01]
     assert len(during) >= 3, probes
     for i, (began, _) in enumerate(during):    # before each probe, the ones before it took at most the share

@@ -59,8 +59,9 @@ class IlpOptions(MilpOptions):
         "help": "share of the time limit kept for re-solving the groups of two devices at a time (more after a "
                 "round without gain) exactly, the others fixed (large-neighbourhood search), after the integer "
                 "program when it has not reached the gap (with the set-partitioning bound, up to three quarters of "
-                "it first, on pairs then three devices, before the integer program); ilp-noncontig, objective max_load without overlap; "
-                "0 = off; none (the default) = 0.3, or 0.15 when the set-partitioning bound runs",
+                "it first, on pairs then three devices, before the integer program); ilp-noncontig, objective "
+                "max_load without overlap; 0 = off; none (the default) = 0.3, or 0.15 when the set-partitioning "
+                "bound runs",
         "min": 0.0, "max": 0.8})
     lns_dive: float = field(default=0.0, metadata={
         "help": "share of the time limit for re-solving device subsets (as lns) from a placement the "

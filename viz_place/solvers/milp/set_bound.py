@@ -244,8 +244,8 @@ def certificate(types: list[DeviceType], exact: Sequence[ExactPricer], pi: np.nd
 def certified_threshold(types: list[DeviceType], exact: Sequence[ExactPricer], pi: np.ndarray, lo: float,
                         hi: float, *, deadline: float, steps: int = 6, at_hi: float | None = None) -> float:
     """The highest threshold in ``(lo, hi]`` that the prices ``pi`` alone prove nothing fits within (up to
-    :data:`PROBE_TOL`), found by regula falsi (``steps`` exact pricings of each type at most; no column
-    generation), or ``lo`` when none is: one pricing when ``pi`` fails just above ``lo``. ``at_hi``: the
+    :data:`PROBE_TOL`), found by secant and bisection steps (``steps`` exact pricings of each type at most; no
+    column generation), or ``lo`` when none is: one pricing when ``pi`` fails just above ``lo``. ``at_hi``: the
     certificate of ``pi`` at ``hi`` when the caller knows it (column generation at ``hi`` computed it), which
     saves the pricing there. A column generation that ran out of time at ``hi`` leaves prices that often
     certify a threshold a little lower (its certificate rises as the threshold falls): on
@@ -293,24 +293,6 @@ def certified_threshold(types: list[DeviceType], exact: Sequence[ExactPricer], p
             a, ca = T, cert
         else:
             b, cb = T, cert
-    return a
-    if cb > CERTIFICATE_MARGIN:
-        return hi
-    side = 0
-    for _ in range(steps - 2):
-        if b - a <= PROBE_TOL * b:
-            break
-        w = (b - a) / 10        # never at the bracket's ends: each step narrows it by a tenth at least
-        T = min(b - w, max(a + w, a + (b - a) * (ca - CERTIFICATE_MARGIN) / (ca - cb)))
-        cert = certificate(types, exact, pi, T, deadline=deadline)
-        if cert == -np.inf:
-            break
-        if cert > CERTIFICATE_MARGIN:
-            a, ca = T, cert
-            cb, side = (cb / 2 if side == 1 else cb), 1     # Illinois: the end that stays is pulled in
-        else:
-            b, cb = T, cert
-            ca, side = (ca / 2 if side == -1 else ca), -1
     return a
 
 

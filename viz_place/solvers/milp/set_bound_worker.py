@@ -22,8 +22,8 @@ relaxation's reach, which lies between 63.45 and 64.05, and a worker that only a
 300 s.) Each refuted threshold is a bound over all placements; the parent's phases see it through
 :class:`BesideHooks` (reported as the run's bound, and stopping the phase once it settles the gap). Where a
 threshold's relaxation fits below the best value, and (without a gap) once per best value when the aim
-resists in the first half of its time (:data:`DIVE_MIN_LEFT`), the worker dives in the relaxation for a better placement
-(:mod:`.set_dive`; at most :data:`DIVE_MAX_SHARE` of its time each) and sends it to the parent, which
+resists in the first half of its time (:data:`DIVE_MIN_LEFT`), the worker dives in the relaxation for a better
+placement (:mod:`.set_dive`; at most :data:`DIVE_MAX_SHARE` of its time each) and sends it to the parent, which
 keeps it when the evaluator confirms its value (``placement``: the parent hands it to HiGHS and to the
 subset search).
 
@@ -59,8 +59,8 @@ from .backends import OPTIMALITY_TOL, progress_data
 RETARGET = 1e-3
 #: Seconds between reads of the worker's messages by the phases' hooks.
 POLL_EVERY = 0.05
-#: Without a gap: seconds the aim may resist before the worker dives once halfway from it to the best value, and the
-#: share of the time left that this dive may take in all (its column generation, then the dive itself).
+#: Without a gap: seconds the aim may resist before the worker dives once halfway from it to the best value,
+#: and the share of the time left that this dive may take in all (its column generation, then the dive itself).
 DIVE_AFTER, DIVE_SHARE = 20.0, 0.5
 #: That dive is tried only while at least this share of the worker's time is left; later, the time goes to
 #: refuting the aim (a placement found late leaves too little time to prove it; the subset search of the
