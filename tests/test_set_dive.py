@@ -284,8 +284,8 @@ def test_a_resisting_aim_leaves_the_worker_proving_lower_thresholds_from_the_bes
         if len(tried) == 5:
             proven.value = 46.1          # the integer program proves more than every threshold that resisted
         time.sleep(max(0.0, deadline - time.perf_counter()))
-        return SimpleNamespace(refuted=False, lp_value=0.5, pool=[], centre=np.ones(3), certificate=-0.1, iterations=1, columns=0,
-                               seconds=0.2)
+        return SimpleNamespace(refuted=False, lp_value=0.5, pool=[], centre=np.ones(3), certificate=-0.1,
+                               iterations=1, columns=0, seconds=0.2)
 
     def certified_threshold(types, exact, pi, lo, hi, *, deadline, steps=6, at_hi=None):
         probes.append((lo, hi))
@@ -361,8 +361,8 @@ def test_the_worker_probes_prices_during_column_generation_and_keeps_time_for_th
         while time.perf_counter() < deadline:
             on_round(np.ones(3))          # a round priced exactly: its best prices so far
             time.sleep(0.02)
-        return SimpleNamespace(refuted=False, lp_value=0.5, pool=[], centre=np.ones(3), certificate=-0.1, iterations=1, columns=0,
-                               seconds=deadline - attempts[-1][1])
+        return SimpleNamespace(refuted=False, lp_value=0.5, pool=[], centre=np.ones(3), certificate=-0.1,
+                               iterations=1, columns=0, seconds=deadline - attempts[-1][1])
 
     def certified_threshold(types, exact, pi, lo, hi, *, deadline, steps=6, at_hi=None):
         probes.append((time.perf_counter(), lo, hi, deadline))
