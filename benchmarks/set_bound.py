@@ -106,8 +106,7 @@ def _worker(prob, args) -> int:
     from viz_place.solvers.milp.max_load import FLOOR_EXACT_NODES
     from viz_place.solvers.milp.set_bound_worker import _work
     values = [tuple(float(x) for x in item.split(":")) for item in args.worker.split(",")]
-    graph, cluster = prob.graph, prob.cluster
-    floor = simple_lower_bound(graph, cluster, exact_nodes=FLOOR_EXACT_NODES)[0]
+    floor = simple_lower_bound(prob.graph, prob.cluster, exact_nodes=FLOOR_EXACT_NODES)[0]
     best, out, t0 = SimpleNamespace(value=values[0][1]), queue.Queue(), time.perf_counter()
     print(f"{prob.graph.name}: floor {floor:.6g}, gap {args.gap:g}, best value {best.value:.6g} at first")
 

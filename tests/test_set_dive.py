@@ -384,6 +384,21 @@ def test_the_worker_probes_prices_during_column_generation_and_keeps_time_for_th
     assert all("prices of" in b[2] for b in bounds) and said[-1][0] == "done"
 
 
+def _refute_to_the_deadline(attempts: list, pause: float = 0.02):
+    """A stub of :func:`refute` that never refutes nor fits: it records ``(T, deadline)``, reports a round priced
+    exactly (prices and their certificate, -0.25) every ``pause`` seconds until the deadline, and ends."""
+    from types import SimpleNamespace
+
+    def refute(types, sources, T, *, deadline, on_round=None, **kw):
+        attempts.append((T, deadline))
+        while time.perf_counter() < deadline:
+            on_round(np.ones(3), -0.25)
+            time.sleep(pause)
+        return SimpleNamespace(refuted=False, lp_value=0.5, pool=[], centre=np.ones(3), certificate=-0.25,
+                               iterations=1, columns=0, seconds=1.0)
+    return refute
+
+
 def test_with_a_gap_the_worker_holds_the_aim_to_the_end_and_probes_its_prices(monkeypatch):
     """With a requested gap the aim, value / (1 + gap), is the one threshold that settles it: the worker's loop
     (column generation stubbed: nothing is ever refuted or fits) gives it all its time in one attempt — it
@@ -391,24 +406,16 @@ def test_with_a_gap_the_worker_holds_the_aim_to_the_end_and_probes_its_prices(mo
     proves lower thresholds meanwhile from its prices only, each probe told the certificate at the aim. (On
     inception_100_s2_training, leaving an aim that resisted, and diving halfway from it, ended at 63.03-63.22;
     held, the aim 63.372 was refuted after 165 s of column generation: see the README.)"""
-    from types import SimpleNamespace
     from viz_place.solvers.milp import set_bound_worker
     seconds, attempts, probes = 1.5, [], []
-
-    def refute(types, sources, T, *, deadline, on_round=None, **kw):
-        attempts.append((T, deadline))
-        while time.perf_counter() < deadline:
-            on_round(np.ones(3), -0.25)          # a round priced exactly: its best prices and their certificate
-            time.sleep(0.02)
-        return SimpleNamespace(refuted=False, lp_value=0.5, pool=[], centre=np.ones(3), certificate=-0.25,
-                               iterations=1, columns=0, seconds=1.0)
 
     def certified_threshold(types, exact, pi, lo, hi, *, deadline, steps=6, at_hi=None):
         probes.append((lo, hi, at_hi))
         return lo + 0.1
     value, gap = 47.0, 0.01
     start = time.perf_counter()
-    said = _run_stubbed_worker(monkeypatch, refute=refute, certified_threshold=certified_threshold, seconds=seconds,
+    said = _run_stubbed_worker(monkeypatch, refute=_refute_to_the_deadline(attempts),
+                               certified_threshold=certified_threshold, seconds=seconds,
                                DIVE_AFTER=0.1, RESIST_MIN_S=0.1, RESIST_SHARE=0.0, PROBE_MIN_S=0.2, PROBE_EVERY=0.0)
     aim = value / (1 + gap)
     (T, until), = attempts
@@ -423,15 +430,7 @@ def test_probes_during_column_generation_take_at_most_their_share_of_the_time(mo
     """Each probe costs a few exact pricings (1-12 s on inception_100_s2_training, where probing every 30 s
     took a fifth of the time column generation needed): probes during an attempt stop once they have taken
     ``PROBE_SHARE`` of the worker's time so far, and start again as that share allows."""
-    from types import SimpleNamespace
     seconds, probes = 2.0, []
-
-    def refute(types, sources, T, *, deadline, on_round=None, **kw):
-        while time.perf_counter() < deadline:
-            on_round(np.ones(3), -0.25)
-            time.sleep(0.01)
-        return SimpleNamespace(refuted=False, lp_value=0.5, pool=[], centre=np.ones(3), certificate=-0.25,
-                               iterations=1, columns=0, seconds=1.0)
 
     def certified_threshold(types, exact, pi, lo, hi, *, deadline, steps=6, at_hi=None):
         began = time.perf_counter()
@@ -439,8 +438,8 @@ def test_probes_during_column_generation_take_at_most_their_share_of_the_time(mo
         probes.append((began, time.perf_counter()))
         return lo
     start = time.perf_counter()
-    _run_stubbed_worker(monkeypatch, refute=refute, certified_threshold=certified_threshold, seconds=seconds,
-                        PROBE_MIN_S=0.0, PROBE_EVERY=0.0, PROBE_RESERVE=0.1, PROBE_SHARE=0.2)
+    _run_stubbed_worker(monkeypatch, refute=_refute_to_the_deadline([], pause=0.01),
+                        certified_threshold=certified_threshold, seconds=seconds, PROBE_MIN_S=0.0, PROBE_EVERY=0.0, PROBE_RESERVE=0.1, PROBE_SHARE=0.2)
     during = [p for p in probes if p[0] < start + seconds * 0.9 - 0.01]
     assert len(during) >= 3, probes
     for i, (began, _) in enumerate(during):    # before each probe, the ones before it took at most the share

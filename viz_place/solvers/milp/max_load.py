@@ -271,7 +271,7 @@ def solve(problem: Problem, opts: IlpOptions, hooks: Hooks) -> SolverResult:
     lns_spent = 0.0
     if sb_mode != "off" and lns_applies(opts):
         began = _now()
-        warm = _pairs_first(problem, allowed, sym_sets, opts, hooks, warm, floor, deadline=min(
+        warm = _first_pass(problem, allowed, sym_sets, opts, hooks, warm, floor, deadline=min(
             began + EARLY_LNS * lns_share(opts, set_bound_runs=sb_time > 0) * opts.time_limit,
             watch.start + (1 - MAIN_SHARE) * opts.time_limit))
         lns_spent = _now() - began
@@ -292,7 +292,7 @@ def _floor_proves(value: float, floor: float, opts) -> bool:
     return bool(np.isfinite(floor) and floor > 0 and (gap_of(value, floor) or 0.0) <= max(opts.gap, OPTIMALITY_TOL))
 
 
-def _pairs_first(problem, allowed, sym_sets, opts, hooks, warm, floor, *, deadline: float):
+def _first_pass(problem, allowed, sym_sets, opts, hooks, warm, floor, *, deadline: float):
     """With the set bound (long runs): pairs of devices (then three) re-solved from the polished warm start before
     the integer program until ``deadline`` — a better start for it and a lower aim for the set bound. The new warm
     start."""
