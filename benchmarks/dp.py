@@ -13,10 +13,16 @@ throughput-dp/dp.cpp`` in a checkout of github.com/msr-fiddle/dnn-partitioning).
 processes) and prints the range of the CPU times (min–max) and the ratio of the medians; on a shared machine the
 small workloads vary by ±30 % from run to run.
 
+``--floor`` also times the ``single-device`` baseline the same way (fresh process, CPU of its one
+``run_solver`` call): what any solver pays for the solver contract alone (options, compiling the problem, the
+evaluation, the ``Placement``), and so the largest C++ / ours ratio a solver of that contract could reach
+(``C++ / floor``) — on BERT-24 it is below 10.
+
     .venv/bin/python benchmarks/dp.py                          # all workloads
     .venv/bin/python benchmarks/dp.py gnmt                     # those whose path contains 'gnmt'
     .venv/bin/python benchmarks/dp.py --cpp /work/cpp-dp/dp    # and time the C++ side by side
     .venv/bin/python benchmarks/dp.py --cpp /work/cpp-dp/dp --repeat 5 bert24 resnet50 bert_l-3
+    .venv/bin/python benchmarks/dp.py --cpp /work/cpp-dp/dp --repeat 7 --floor bert24
 """
 from __future__ import annotations
 
@@ -55,9 +61,9 @@ def run_cpp(binary: str, path) -> tuple[float, float]:
     return cpu, float(json.loads(out.stdout)["maxLoad"])
 
 
-def run_one(path: str) -> dict:
+def run_one(path: str, solver: str = "dp") -> dict:
     from viz_place.io import load_graph
-    return timed_solve(load_graph(path))
+    return timed_solve(load_graph(path), solver)
 
 
 def _take(argv: list[str], flag: str) -> tuple[str | None, list[str]]:
@@ -74,15 +80,15 @@ def _span(values: list[float], digits: int) -> str:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) == 2 and argv[0] == "--one":
-        print(json.dumps(run_one(argv[1])))
+    if len(argv) in (2, 3) and argv[0] == "--one":
+        print(json.dumps(run_one(*argv[1:])))
         return 0
     import statistics     # here, not at the top: the measured child (--one) imports no more than it needs
     if not workloads_available():
         print(f"skipped: {WORKLOADS} not found")
         return 0
-    cpp_all = "--cpp-all" in argv
-    argv = [a for a in argv if a != "--cpp-all"]
+    cpp_all, floor = "--cpp-all" in argv, "--floor" in argv
+    argv = [a for a in argv if a not in ("--cpp-all", "--floor")]
     cpp, argv = _take(argv, "--cpp")
     repeat, argv = _take(argv, "--repeat")
     repeat = max(1, int(repeat or 1))
@@ -93,7 +99,7 @@ def main(argv: list[str]) -> int:
           f"C++: {'measured now (' + cpp + ')' if cpp else 'the AUTHORS table in this script'}")
     head = (f"{'workload':38s} {'nodes':>5s} {'super':>5s} {'ideals':>7s} {'pairs':>11s} {'kernel':>6s} "
             f"{'wall s':>7s} {'cpu s':>15s} {'peak MB':>8s} {'optimum (max-load)':>19s} {'status':>8s} "
-            f"{'C++ cpu s':>17s} {'ratio':>6s}")
+            f"{'C++ cpu s':>17s} {'ratio':>6s}" + (f" {'floor cpu s':>15s} {'C++ / floor':>11s}" if floor else ""))
     print(head)
     print("-" * len(head))
     for path in paths:
@@ -114,10 +120,17 @@ def main(argv: list[str]) -> int:
                 if abs(cpp_value - r["value"]) > 1e-6 * max(1.0, abs(r["value"])):
                     print(f"{name}: the C++ optimum {cpp_value!r} differs from ours {r['value']!r}")
         ratio = f"{statistics.median(authors) / statistics.median(ours):6.1f}" if authors else ""
+        extra = ""
+        if floor:
+            floors = [run_isolated(__file__, str(path), "single-device") for _ in range(repeat)]
+            bad = [f for f in floors if isinstance(f, str)]
+            base = [f["cpu"] for f in floors if not isinstance(f, str)]
+            best = f"{statistics.median(authors) / statistics.median(base):11.1f}" if authors and base else ""
+            extra = f" {_span(base, 4) if base else 'failed: ' + bad[0]:>15s} {best:>11s}"
         print(f"{name:38s} {r['nodes']:5d} {r['supernodes']:5d} {r['ideals']:7,d} {r['pairs']:11,d} "
               f"{r.get('kernel') or '':>6s} {r['wall']:7.3f} {_span(ours, 4):>15s} {r['peak_mb']:8.0f} "
-              f"{r['value']:19.10g} {r['status']:>8s} {_span(authors, 4) if authors else '':>17s} {ratio:>6s}",
-              flush=True)
+              f"{r['value']:19.10g} {r['status']:>8s} {_span(authors, 4) if authors else '':>17s} {ratio:>6s}"
+              f"{extra}", flush=True)
     return 0
 
 
