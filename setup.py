@@ -17,5 +17,6 @@ setup(ext_modules=[Extension(
     optional=True), Extension(
     "viz_place.solvers.milp._pricing",
     sources=["viz_place/solvers/milp/_pricing.c"],
-    extra_compile_args=["-O3", "-std=c11", "-Wall"],
+    # no fused multiply-add (as -std=c11 already implies): the local search's loads must be the Python loop's
+    extra_compile_args=["-O3", "-ffp-contract=off", "-std=c11", "-Wall"],
     optional=True)])

@@ -102,6 +102,41 @@ def test_pricing_bound_is_never_below_the_best_set_and_local_search_keeps_sets_v
             assert _fits(t, sources, s, T) and float(pi[s].sum()) >= 0.0
 
 
+@pytest.mark.skipif(not exact_pricing_built(), reason="the pricing extension was not built (no C compiler)")
+@pytest.mark.parametrize("graph", ["chatty", "inception:40:3:training", "transformer:60:1"])
+def test_the_compiled_local_search_makes_the_python_loops_moves(graph):
+    """The compiled LocalPricer.improve returns the Python loop's set, bit for bit, from empty and from
+    fitting starts, under prices of both signs (the column generation's trajectory must not depend on
+    whether the extension is built)."""
+    from viz_place.samples import make_graph
+    from viz_place.solvers.milp.set_pricing import set_load
+    if graph == "chatty":
+        insts = [chatty_instance(300 + k, 8, 14) for k in range(6)]
+    else:
+        fam, n, seed, *rest = graph.split(":")
+        g = make_graph(fam, int(n), int(seed), training=bool(rest))
+        insts = [Instance(g, g.default_cluster, {})]
+    rng = np.random.default_rng(7)
+    compared = moved = 0
+    for inst in insts:
+        prob, types, sources, G = _pricing_problem(inst)
+        floor = simple_lower_bound(inst.graph, inst.cluster)[0]
+        for t in types:
+            local = LocalPricer(t, sources)
+            for trial in range(25):
+                pi = rng.uniform(-0.5, 1.0, G) * rng.choice([1.0, 1e-3, 1e3])
+                T = floor * float(rng.uniform(0.3, 1.5))
+                start = np.zeros(G, dtype=bool)
+                if trial % 2:       # a fitting start: the search's own result under other prices
+                    start = local.improve_python(rng.uniform(-0.5, 1.0, G), T, start)
+                fast, slow = local.improve(pi, T, start), local.improve_python(pi, T, start)
+                assert fast.dtype == bool and (fast == slow).all(), (graph, trial)
+                assert not fast.any() or set_load(t, sources, fast) <= T
+                compared += 1
+                moved += int((fast != start).any())
+    assert compared >= 50 and moved >= compared // 2     # the searches did move
+
+
 def _pricing_problem(inst):
     """The compiled problem, device types, sources and group count the pricing tests work on."""
     prob = compile_problem(inst.graph, inst.cluster)
