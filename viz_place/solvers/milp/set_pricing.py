@@ -369,7 +369,7 @@ class LocalPricer:
     kept up to date incrementally). It proposes columns; it proves nothing (the MILP :class:`Pricer`
     gives the bound). The search runs compiled (``_pricing.local_improve``) when the extension is built,
     move for move the Python loop's (:meth:`improve_python`, the fallback; the same sets, bit for bit:
-    ``tests/test_set_bound.py``): in Python it took a third of the column generation's time.
+    ``tests/test_set_bound.py``): compiled, a refutation on inception_100_s2_training takes 6 % less time.
 
     >>> from viz_place.testing import random_instance
     >>> from viz_place.cost import compile_problem
