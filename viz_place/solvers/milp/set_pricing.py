@@ -106,6 +106,14 @@ class Sources:
                 ss.append(np.array(succ, dtype=np.int64))
         return cls(np.array(gs, dtype=np.int64), np.array(cs), tuple(ss))
 
+    def successor_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """The successor groups as the compiled code reads them: source ``i``'s are
+        ``succ[ptr[i]:ptr[i + 1]]`` (int64 ``ptr``, ``succ``)."""
+        ptr = np.zeros(len(self.succ_groups) + 1, dtype=np.int64)
+        ptr[1:] = np.cumsum([len(s) for s in self.succ_groups])
+        succ = np.concatenate(list(self.succ_groups)) if self.succ_groups else np.zeros(0)
+        return ptr, np.ascontiguousarray(succ, dtype=np.int64)
+
     def communication(self, in_set: np.ndarray) -> float:
         """What a device holding the groups flagged in ``in_set`` (bool per group) pays, before its link factor."""
         total = 0.0
@@ -252,10 +260,7 @@ class ExactPricer:
         if t.pay:
             self.own = np.ascontiguousarray(sources.src_group, dtype=np.int64)
             self.cost = np.ascontiguousarray(sources.cost * t.pay, dtype=np.float64)
-            self.ptr = np.zeros(len(sources.succ_groups) + 1, dtype=np.int64)
-            self.ptr[1:] = np.cumsum([len(s) for s in sources.succ_groups])
-            self.succ = np.ascontiguousarray(np.concatenate(list(sources.succ_groups)) if sources.succ_groups
-                                             else np.zeros(0), dtype=np.int64)
+            self.ptr, self.succ = sources.successor_arrays()
         else:   # a device that pays no communication: a knapsack
             self.own, self.cost = np.zeros(0, dtype=np.int64), np.zeros(0)
             self.ptr, self.succ = np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64)
@@ -411,10 +416,7 @@ class LocalPricer:
         self._touch_succ = np.array([n for _, _, n in flat], dtype=np.uint8)
         self._src, self._nsucc = np.array(src, dtype=i8), np.array(self.nsucc, dtype=i8)
         self._cost, self._work, self._mem = (np.array(x, dtype=f8) for x in (self.cost, self.work, self.mem))
-        self._succ_ptr = np.zeros(len(src) + 1, dtype=i8)
-        self._succ_ptr[1:] = np.cumsum(self.nsucc)
-        self._succ = np.ascontiguousarray(np.concatenate(list(sources.succ_groups)) if sources.succ_groups
-                                          else np.zeros(0), dtype=i8)
+        self._succ_ptr, self._succ = sources.successor_arrays()
 
     def _delta(self, g: int, S: list[bool], inside: list[int]) -> float:
         """Change of communication if ``g`` is toggled."""
