@@ -3,12 +3,13 @@
 Each workload runs in its own subprocess (so peak memory and first-call costs are that run's own); file loading
 is not timed. Prints supernodes, ideals, (J, I) pairs the DP examined, the kernel of its exact pass (``c``:
 compiled, ``numpy``), solver wall and CPU seconds, peak resident memory, the optimum (max-load), the authors' C++
-DP CPU seconds and the ratio (C++ CPU / ours).
+DP CPU seconds and peak resident MB (``--cpp``) and the ratio (C++ CPU / ours).
 
 The C++ figures are those measured on this machine (table ``AUTHORS``), or, with ``--cpp PATH``, the authors'
-``throughput-dp/dp.cpp`` run side by side (its user + system CPU from ``getrusage(RUSAGE_CHILDREN)``, microsecond
-resolution; built outside this repository, never vendored: ``g++ -O3 -march=native -std=c++17 -o /work/cpp-dp/dp
-throughput-dp/dp.cpp`` in a checkout of github.com/msr-fiddle/dnn-partitioning). InceptionV3 takes the C++ about
+``throughput-dp/dp.cpp`` run side by side (its user + system CPU and peak resident memory from ``os.wait4``, the
+rusage of that one process, microsecond resolution; built outside this repository, never vendored:
+``g++ -O3 -march=native -std=c++17 -o /work/cpp-dp/dp throughput-dp/dp.cpp`` in a checkout of
+github.com/msr-fiddle/dnn-partitioning). InceptionV3 takes the C++ about
 17 minutes and 18 GB, so ``--cpp`` skips it unless ``--cpp-all``. ``--repeat N`` runs each side N times (fresh
 processes) and prints the range of the CPU times (min–max) and the ratio of the medians; on a shared machine the
 small workloads vary by ±30 % from run to run.
@@ -27,9 +28,10 @@ evaluation, the ``Placement``), and so the largest C++ / ours ratio a solver of 
 from __future__ import annotations
 
 import json
-import resource
+import os
 import subprocess
 import sys
+import tempfile
 
 from _common import WORKLOADS, run_isolated, timed_solve, workloads_available
 
@@ -49,16 +51,20 @@ AUTHORS = {
 }
 
 
-def run_cpp(binary: str, path) -> tuple[float, float]:
-    """CPU seconds (user + system) and max-load of the authors' DP on one workload (JSON on stdin)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    with open(path) as f:
-        out = subprocess.run([binary], stdin=f, capture_output=True, text=True)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if out.returncode != 0:
-        raise RuntimeError(f"{binary} failed on {path}: {out.stderr.strip().splitlines()[-1:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return cpu, float(json.loads(out.stdout)["maxLoad"])
+def run_cpp(binary: str, path) -> tuple[float, float, float]:
+    """CPU seconds (user + system), peak resident MB and max-load of the authors' DP on one workload (JSON on
+    stdin), from ``os.wait4``: the rusage of that one child, so the peak is the C++'s own, not ours."""
+    with open(path) as f, tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen([binary], stdin=f, stdout=out, stderr=err, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            err.seek(0)
+            raise RuntimeError(f"{binary} failed on {path} (exit {proc.returncode}): "
+                               f"{err.read().strip().splitlines()[-1:]}")
+        out.seek(0)
+        value = float(json.loads(out.read())["maxLoad"])
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, value
 
 
 def run_one(path: str, solver: str = "dp") -> dict:
@@ -99,7 +105,7 @@ def main(argv: list[str]) -> int:
           f"C++: {'measured now (' + cpp + ')' if cpp else 'the AUTHORS table in this script'}")
     head = (f"{'workload':38s} {'nodes':>5s} {'super':>5s} {'ideals':>7s} {'pairs':>11s} {'kernel':>6s} "
             f"{'wall s':>7s} {'cpu s':>15s} {'peak MB':>8s} {'optimum (max-load)':>19s} {'status':>8s} "
-            f"{'C++ cpu s':>17s} {'ratio':>6s}" + (f" {'floor cpu s':>15s} {'C++ / floor':>11s}" if floor else ""))
+            f"{'C++ cpu s':>17s} {'C++ MB':>7s} {'ratio':>6s}" + (f" {'floor cpu s':>15s} {'C++ / floor':>11s}" if floor else ""))
     print(head)
     print("-" * len(head))
     for path in paths:
@@ -112,11 +118,13 @@ def main(argv: list[str]) -> int:
         r = runs[0]
         ours = [x["cpu"] for x in runs]
         authors = [AUTHORS[name]] if name in AUTHORS else []
+        cpp_peak: list[float] = []
         if cpp is not None and (cpp_all or "inceptionv3" not in name):
             authors = []
             for _ in range(repeat):
-                cpu, cpp_value = run_cpp(cpp, path)
+                cpu, cpp_mb, cpp_value = run_cpp(cpp, path)
                 authors.append(cpu)
+                cpp_peak.append(cpp_mb)
                 if abs(cpp_value - r["value"]) > 1e-6 * max(1.0, abs(r["value"])):
                     print(f"{name}: the C++ optimum {cpp_value!r} differs from ours {r['value']!r}")
         ratio = f"{statistics.median(authors) / statistics.median(ours):6.1f}" if authors else ""
@@ -129,7 +137,8 @@ def main(argv: list[str]) -> int:
             extra = f" {_span(base, 4) if base else 'failed: ' + bad[0]:>15s} {best:>11s}"
         print(f"{name:38s} {r['nodes']:5d} {r['supernodes']:5d} {r['ideals']:7,d} {r['pairs']:11,d} "
               f"{r.get('kernel') or '':>6s} {r['wall']:7.3f} {_span(ours, 4):>15s} {r['peak_mb']:8.0f} "
-              f"{r['value']:19.10g} {r['status']:>8s} {_span(authors, 4) if authors else '':>17s} {ratio:>6s}"
+              f"{r['value']:19.10g} {r['status']:>8s} {_span(authors, 4) if authors else '':>17s} "
+              f"{max(cpp_peak) if cpp_peak else float('nan'):7.0f} {ratio:>6s}"
               f"{extra}", flush=True)
     return 0
 
