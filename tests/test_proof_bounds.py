@@ -13,6 +13,7 @@ import pytest
 
 from _ilp_brute import MAX_COMBOS, brute_force, combos
 from viz_place.cost import compile_problem, simple_lower_bound
+from viz_place.cost import packing
 from viz_place.cost.packing import packing_lower_bound
 from viz_place.model import Cluster, DeviceClass, OpGraph
 from viz_place.solvers import run_solver
@@ -99,6 +100,65 @@ def test_packing_bound_on_random_instances_and_every_device_split(seed):
         if any(mask):
             value, _ = packing_lower_bound(glat, np.array(mask))
             assert value <= best * (1 + 1e-9) + 1e-12, (seed, mask, value, best)
+
+
+def _grid(glat, in_a, base=0.0):
+    """packing_lower_bound's inputs to the grid: lat_a, lat_b, k, nb and the candidates, ascending."""
+    in_a = np.asarray(in_a, dtype=bool)
+    k, nb = int(in_a.sum()), int((~in_a).sum())
+    lat_a = glat[:, in_a].min(axis=1)
+    lat_b = glat[:, ~in_a].min(axis=1) if nb else np.full(glat.shape[0], math.inf)
+    ok = np.isfinite(lat_a)
+    lat_a, lat_b = lat_a[ok], lat_b[ok]
+    fluid = max(base, float(lat_a.sum()) / (k + nb), 1e-12)
+    betas = {fluid * (1 + packing.GRID_SPAN * i / packing.GRID_STEPS) for i in range(packing.GRID_STEPS + 1)}
+    betas.update(float(b) for b in lat_b if math.isfinite(b) and fluid <= b <= fluid * (1 + packing.GRID_SPAN))
+    return lat_a, lat_b, k, nb, sorted(betas)
+
+
+def _scanned_packing_bound(glat, in_a, base=0.0):
+    """The grid scan as packing_lower_bound did it before it was vectorised: one _bound_below per candidate."""
+    lat_a, lat_b, k, nb, betas = _grid(glat, in_a, base)
+    best, text = 0.0, ""
+    for beta in betas if lat_a.size else []:
+        x, why = packing._bound_below(lat_a, lat_b, k, nb, beta)
+        if min(beta, x) > best:
+            best, text = min(beta, x), why
+    return best, text
+
+
+def test_the_vectorised_grid_gives_the_scans_bounds_bit_for_bit():
+    """packing_lower_bound evaluates its candidates in runs of arrays: the same X at every candidate and
+    the same value and words as one _bound_below per candidate, on lumpy and random instances (every
+    device split) and on random units with ties, units only A runs (lat_b inf) and no B at all."""
+    rng = np.random.default_rng(7)
+    cases = []
+    for seed in range(4):
+        for inst in (lumpy_instance(9700 + seed), random_instance(9800 + seed, n_max=9, pins=False)):
+            prob = compile_problem(inst.graph, inst.cluster)
+            glat = np.array([[float(prob.lat[list(m), d].sum()) for d in range(prob.num_devices)]
+                             for m in prob.groups])
+            cases += [(glat, np.array(mask)) for mask in itertools.product([False, True], repeat=prob.num_devices)
+                      if any(mask)]
+    for _ in range(50):
+        units, devices = int(rng.integers(1, 40)), int(rng.integers(1, 7))
+        glat = np.round(rng.uniform(0.5, 6.0, (units, devices)), int(rng.integers(0, 3)))     # rounding: ties
+        glat[rng.random((units, devices)) < 0.15] = np.inf
+        glat[:, 0] = np.minimum(glat[:, 0], 6.0)          # every unit runs somewhere
+        cases.append((glat, rng.random(devices) < 0.6))
+    compared = 0
+    for glat, in_a in cases:
+        if not in_a.any():
+            continue
+        base = float(rng.choice([0.0, 1.0]))
+        lat_a, lat_b, k, nb, betas = _grid(glat, in_a, base)
+        if lat_a.size:
+            each = [packing._bound_below(lat_a, lat_b, k, nb, beta)[0] for beta in betas]
+            assert packing._bounds_below(lat_a, lat_b, k, nb, np.array(betas)).tolist() == each
+        assert packing_lower_bound(glat, in_a, base, exact_nodes=0) == _scanned_packing_bound(glat, in_a, base), \
+            (glat.tolist(), in_a.tolist(), base)
+        compared += 1
+    assert compared >= 100, compared
 
 
 def _tiny_tail_instance(seed: int) -> Instance:

@@ -68,12 +68,13 @@ def packing_lower_bound(glat: np.ndarray, in_a: np.ndarray, base: float = 0.0, *
     fluid = max(base, float(lat_a.sum()) / (k + nb), 1e-12)     # where the grid starts (any start is valid)
     betas = set(fluid * (1 + GRID_SPAN * i / GRID_STEPS) for i in range(GRID_STEPS + 1))
     betas.update(float(b) for b in lat_b if math.isfinite(b) and fluid <= b <= fluid * (1 + GRID_SPAN))
+    grid = np.array(sorted(betas))
+    v = np.minimum(grid, _bounds_below(lat_a, lat_b, k, nb, grid))
+    at = int(np.argmax(v))     # the first candidate reaching the best value, as a scan upwards keeps it
     best, best_text = 0.0, ""
-    for beta in sorted(betas):
-        x, text = _bound_below(lat_a, lat_b, k, nb, beta)
-        v = min(beta, x)
-        if v > best:
-            best, best_text = v, text
+    if v[at] > 0.0:
+        x, best_text = _bound_below(lat_a, lat_b, k, nb, float(grid[at]))     # the one argument's words
+        best = float(min(float(grid[at]), x))
     exact = _exact_packing_bound(lat_a, lat_b, k, best, exact_nodes) if exact_nodes > 0 else 0.0
     if exact > best:
         best, best_text = exact, (f"exact packing: the largest units that cannot run elsewhere below {exact:.6g} "
@@ -204,3 +205,65 @@ def _bound_below(lat_a: np.ndarray, lat_b: np.ndarray, k: int, nb: int, beta: fl
     if v > out:
         out, text = v, f"volume: the work left after the other devices absorb what they can, over {k} devices"
     return out, text
+
+
+def _bounds_below(lat_a: np.ndarray, lat_b: np.ndarray, k: int, nb: int, betas: np.ndarray) -> np.ndarray:
+    """:func:`_bound_below`'s value ``X`` at every candidate of ``betas`` (ascending), the same floats
+    (the same operations on the same numbers, element by element), in a few array operations per set of
+    forced units instead of a dozen per candidate: the forced units (``lat_b >= beta``) change only where
+    ``beta`` passes a ``lat_b``, so the candidates are taken in runs that share them.
+
+    >>> la, lb = np.array([3.0, 3.0, 2.0, 1.0]), np.array([9.0, 4.0, 9.0, 2.0])
+    >>> betas = np.array([2.5, 3.5, 4.5, 6.0])
+    >>> bool(all(_bounds_below(la, lb, 2, 1, betas) == [_bound_below(la, lb, 2, 1, b)[0] for b in betas]))
+    True
+    """
+    out = np.zeros(len(betas))
+    if not len(betas):
+        return out
+    total = float(lat_a.sum())
+    ranked = np.sort(lat_b)
+    forced_count = len(lat_b) - np.searchsorted(ranked, betas, side="left")   # how many lat_b >= beta
+    cuts = np.flatnonzero(np.diff(forced_count)) + 1
+    for lo_run, hi_run in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [len(betas)]))):
+        run = betas[lo_run:hi_run]
+        forced = lat_b >= run[0]
+        asc = np.sort(lat_a[forced])
+        m = asc.size
+        x = np.zeros(len(run))
+        if m:
+            pre = np.concatenate(([0.0], np.cumsum(asc)))
+            j = np.arange(1, (m - 1) // k + 1)
+            if j.size:        # pigeonhole: the same for every candidate of the run
+                lo = m - (j * k + 1)
+                x = np.maximum(x, float((pre[lo + j + 1] - pre[lo]).max()))
+            a = np.unique(asc)
+            ok = a[None, :] <= (run / 2)[:, None]                  # a <= beta / 2
+            if ok.any():      # packing, for every (candidate, a)
+                rest = run[:, None] - a[None, :]
+                hi = np.searchsorted(asc, rest.ravel(), side="right").reshape(rest.shape)
+                lo = np.searchsorted(asc, a, side="left")[None, :]
+                room = k - (m - hi)
+                vals = np.where(ok & (room > 0) & (hi > lo), (pre[hi] - pre[lo]) / np.maximum(room, 1), 0.0)
+                x = np.maximum(x, vals.max(axis=1))
+        free = ~forced
+        if nb and free.any():     # volume: B absorbs a prefix of the units by ratio, then a share of one
+            va, vb = lat_a[free], lat_b[free]
+            order = np.argsort(-(va / np.maximum(vb, 1e-300)), kind="stable")
+            va, vb = va[order], vb[order]
+            cum_b = np.cumsum(vb)
+            room = nb * run
+            full = np.searchsorted(cum_b, room, side="right")
+            sums = {f: float(va[:f].sum()) for f in set(full.tolist())}   # summed as _bound_below sums them
+            absorb = np.array([sums[f] for f in full.tolist()])
+            part = full < va.size
+            if part.any():
+                f = full[part]
+                left = room[part] - np.where(f > 0, cum_b[np.maximum(f - 1, 0)], 0.0)
+                share = np.where(vb[f] > 0, va[f] * np.minimum(1.0, left / np.where(vb[f] > 0, vb[f], 1.0)), va[f])
+                absorb[part] = absorb[part] + share
+        else:
+            absorb = np.zeros(len(run))
+        x = np.maximum(x, (total - absorb) / k)
+        out[lo_run:hi_run] = x
+    return out
