@@ -123,7 +123,10 @@ def _run_cbc(lp, time_limit, gap, warm_start, hooks: Hooks, threads: int, extra:
         stopped_by = None
         interrupted_at = last_signal = None
         while proc.poll() is None:
-            time.sleep(0.05)
+            try:             # a tick of 50 ms for progress and limits, cut short when CBC ends
+                proc.wait(timeout=0.05)
+            except subprocess.TimeoutExpired:
+                pass
             while seen < len(lines):
                 if restart is None and CBC_RESTART in lines[seen]:
                     restart = (bound,)
