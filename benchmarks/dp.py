@@ -9,10 +9,10 @@ The C++ figures are those measured on this machine (table ``AUTHORS``), or, with
 ``throughput-dp/dp.cpp`` run side by side (its user + system CPU and peak resident memory from ``os.wait4``, the
 rusage of that one process, microsecond resolution; built outside this repository, never vendored:
 ``g++ -O3 -march=native -std=c++17 -o /work/cpp-dp/dp throughput-dp/dp.cpp`` in a checkout of
-github.com/msr-fiddle/dnn-partitioning). InceptionV3 takes the C++ 28 (inference) and
-52 (training) minutes and 17.8 GB here, so ``--cpp`` skips it unless ``--cpp-all``. ``--repeat N`` runs each side N times (fresh
-processes) and prints the range of the CPU times (min–max) and the ratio of the medians; on a shared machine the
-small workloads vary by ±30 % from run to run.
+github.com/msr-fiddle/dnn-partitioning). InceptionV3 takes the C++ 28 (inference) and 52 (training) minutes and
+17.8 GB here, so ``--cpp`` skips it unless ``--cpp-all``. ``--repeat N`` runs each side N times (fresh processes)
+and prints the range of the CPU times (min–max) and the ratio of the medians; on a shared machine the small
+workloads vary by ±30 % from run to run.
 
 ``--floor`` also times the ``single-device`` baseline the same way (fresh process, CPU of its one
 ``run_solver`` call): what any solver pays for the solver contract alone (options, compiling the problem, the
@@ -138,7 +138,7 @@ def main(argv: list[str]) -> int:
         print(f"{name:38s} {r['nodes']:5d} {r['supernodes']:5d} {r['ideals']:7,d} {r['pairs']:11,d} "
               f"{r.get('kernel') or '':>6s} {r['wall']:7.3f} {_span(ours, 4):>15s} {r['peak_mb']:8.0f} "
               f"{r['value']:19.10g} {r['status']:>8s} {_span(authors, 4) if authors else '':>17s} "
-              f"{max(cpp_peak) if cpp_peak else float('nan'):7.0f} {ratio:>6s}"
+              f"{f'{max(cpp_peak):7.0f}' if cpp_peak else '':>7s} {ratio:>6s}"
               f"{extra}", flush=True)
     return 0
 
