@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 
 from _ilp_brute import MAX_COMBOS, brute_force, combos
-from viz_place.cost import compile_problem, simple_lower_bound
-from viz_place.cost import packing
+from viz_place.cost import compile_problem, packing, simple_lower_bound
 from viz_place.cost.packing import packing_lower_bound
 from viz_place.model import Cluster, DeviceClass, OpGraph
 from viz_place.solvers import run_solver
