@@ -102,17 +102,14 @@ def test_packing_bound_on_random_instances_and_every_device_split(seed):
 
 
 def _grid(glat, in_a, base=0.0):
-    """packing_lower_bound's inputs to the grid: lat_a, lat_b, k, nb and the candidates, ascending."""
+    """packing_lower_bound's inputs to the grid: lat_a, lat_b, k, nb and its candidates, ascending."""
     in_a = np.asarray(in_a, dtype=bool)
     k, nb = int(in_a.sum()), int((~in_a).sum())
     lat_a = glat[:, in_a].min(axis=1)
     lat_b = glat[:, ~in_a].min(axis=1) if nb else np.full(glat.shape[0], math.inf)
     ok = np.isfinite(lat_a)
     lat_a, lat_b = lat_a[ok], lat_b[ok]
-    fluid = max(base, float(lat_a.sum()) / (k + nb), 1e-12)
-    betas = {fluid * (1 + packing.GRID_SPAN * i / packing.GRID_STEPS) for i in range(packing.GRID_STEPS + 1)}
-    betas.update(float(b) for b in lat_b if math.isfinite(b) and fluid <= b <= fluid * (1 + packing.GRID_SPAN))
-    return lat_a, lat_b, k, nb, sorted(betas)
+    return lat_a, lat_b, k, nb, packing.candidate_grid(lat_a, lat_b, k, nb, base).tolist()
 
 
 def _scanned_packing_bound(glat, in_a, base=0.0):

@@ -65,10 +65,7 @@ def packing_lower_bound(glat: np.ndarray, in_a: np.ndarray, base: float = 0.0, *
         lat_a, lat_b = lat_a[ok], lat_b[ok]
     if lat_a.size == 0:
         return 0.0, ""
-    fluid = max(base, float(lat_a.sum()) / (k + nb), 1e-12)     # where the grid starts (any start is valid)
-    betas = set(fluid * (1 + GRID_SPAN * i / GRID_STEPS) for i in range(GRID_STEPS + 1))
-    betas.update(float(b) for b in lat_b if math.isfinite(b) and fluid <= b <= fluid * (1 + GRID_SPAN))
-    grid = np.array(sorted(betas))
+    grid = candidate_grid(lat_a, lat_b, k, nb, base)
     v = np.minimum(grid, _bounds_below(lat_a, lat_b, k, nb, grid))
     at = int(np.argmax(v))     # the first candidate reaching the best value, as a scan upwards keeps it
     best, best_text = 0.0, ""
@@ -80,6 +77,15 @@ def packing_lower_bound(glat: np.ndarray, in_a: np.ndarray, base: float = 0.0, *
         best, best_text = exact, (f"exact packing: the largest units that cannot run elsewhere below {exact:.6g} "
                                   f"do not fit on {k} devices of that capacity")
     return best, best_text
+
+
+def candidate_grid(lat_a: np.ndarray, lat_b: np.ndarray, k: int, nb: int, base: float = 0.0) -> np.ndarray:
+    """The candidates ``beta`` of :func:`packing_lower_bound`, ascending: :data:`GRID_STEPS` steps from the
+    fluid bound (or ``base``) up to ``1 + GRID_SPAN`` times it, and every ``lat_b`` in that range."""
+    fluid = max(base, float(lat_a.sum()) / (k + nb), 1e-12)     # where the grid starts (any start is valid)
+    betas = set(fluid * (1 + GRID_SPAN * i / GRID_STEPS) for i in range(GRID_STEPS + 1))
+    betas.update(float(b) for b in lat_b if math.isfinite(b) and fluid <= b <= fluid * (1 + GRID_SPAN))
+    return np.array(sorted(betas))
 
 
 #: The exact packing check looks at this many of the largest forced units.
