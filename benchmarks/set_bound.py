@@ -38,7 +38,7 @@ class _AttemptsOnly:
         self.milp, self.exact, self.full = milp, exact, full
         self.last_seconds = 0.0
 
-    def solve(self, pi, T, time_limit, abs_gap=1e-7, start=None):
+    def solve(self, pi, T, time_limit, abs_gap=1e-7, start=None, floor=0.0):
         p = self.exact if time_limit >= self.full else self.milp
         out = p.solve(pi, T, time_limit, abs_gap=abs_gap, start=start)
         self.last_seconds = p.last_seconds
@@ -61,6 +61,8 @@ def main(argv=None) -> int:
                          "program keeps them when it retargets) and print the cumulative seconds")
     ap.add_argument("--worker", default="", help="seconds:value,... — run the set bound's worker loop with the "
                     "best value known changing at these times (see above)")
+    ap.add_argument("--fixed-smoothing", action="store_true",
+                    help="Wentges smoothing at 0.7, halved on a mis-price (before the automatic smoothing)")
     ap.add_argument("--gap", type=float, default=0.01, help="with --worker: the requested gap (default 0.01)")
     args = ap.parse_args(argv)
     fam, n, seed, *rest = args.graph.split(":")
@@ -83,7 +85,7 @@ def main(argv=None) -> int:
             pricers = [_AttemptsOnly(p, e) for p, e in zip(pricers, exact)]
             exact = None
         r = refute(types, sources, T, pricers=pricers, exact=exact, deadline=time.perf_counter() + args.seconds,
-                   columns=pool, **more)
+                   columns=pool, auto_smoothing=not args.fixed_smoothing, **more)
         if args.ladder:
             pool = r.pool
         print(f"{T:8.4f} {str(r.refuted):>8} {r.certificate:12.6f} {r.lp_value:9.6f} {r.iterations:7d} "

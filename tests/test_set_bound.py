@@ -178,6 +178,13 @@ def test_exact_pricing_equals_brute_force(seed):
                 assert all(_fits(t, sources, s, T * (1 + 1e-9)) for s in sets)
                 if best > 0:     # a set reaching the maximum (the empty set's 0 is not a column)
                     assert sets and float(pi[sets[0]].sum()) == pytest.approx(best, abs=1e-9)
+            # a floor the maximum passes changes nothing; one it does not pass comes back as the bound, set-less
+            ub, sets = pricer.solve(pi, T, 10.0, floor=best - 0.25)
+            assert best - 1e-9 <= ub <= best + 1e-6 * (1 + abs(best)), (T, t.devices, ub, best)
+            if best > 0:
+                assert sets and float(pi[sets[0]].sum()) == pytest.approx(best, abs=1e-9)
+            ub, sets = pricer.solve(pi, T, 10.0, floor=best + 0.25)
+            assert ub == pytest.approx(max(0.0, best + 0.25), abs=1e-6) and not sets, (T, t.devices, ub, best)
 
 
 @pytest.mark.skipif(not _pricing_dp_built(), reason="the pricing DP's extension was not built (no C compiler)")

@@ -35,8 +35,8 @@ import numpy as np
 
 from ...cost.compiled import CompiledProblem
 from .options import SET_BOUND_AUTO_MIN_S, SET_BOUND_AUTO_SHARE, SET_BOUND_BESIDE_MIN_S
-from .set_pricing import (DeviceType, ExactPricer, LocalPricer, Pricer, Sources, device_types, exact_pricing_built,
-                          set_load)
+from .set_pricing import (PRICING_SLACK, DeviceType, ExactPricer, LocalPricer, Pricer, Sources, device_types,
+                          exact_pricing_built, set_load)
 
 __all__ = ["DeviceType", "ExactPricer", "LocalPricer", "MasterFailed", "Pricer", "Refutation", "SetBound", "Sources",
            "certificate", "certified_threshold", "column_generation_start", "device_types", "placement_columns", "raise_bound_by_set_partition", "refute", "run_set_bound", "set_load",
@@ -129,7 +129,7 @@ def refute(types: list[DeviceType], sources: Sources, T: float, *, pricers: list
            pricing_limit: float = 30.0, attempt_every: float = 30.0, starts: int = 3,
            exact: Sequence[ExactPricer] | None = None, fixed: np.ndarray | None = None,
            cancelled: Callable[[], bool] = lambda: False, centre: np.ndarray | None = None,
-           on_round: Callable[[np.ndarray], None] | None = None) -> Refutation:
+           on_round: Callable[[np.ndarray], None] | None = None, auto_smoothing: bool = True) -> Refutation:
     """Column generation at threshold ``T``: a certificate that nothing fits (``refuted``), or the
     relaxation is feasible at ``T`` (``lp_value`` 0), or time ran out (neither).
 
@@ -163,6 +163,8 @@ def refute(types: list[DeviceType], sources: Sources, T: float, *, pricers: list
     limit = first_limit = min(0.5, pricing_limit)
     last_attempt = t0
     best_cert, it, a = -np.inf, 0, float(smoothing)
+    seconds_of = [0.0] * len(types)     # each type's last pricing time (the slowest is priced last)
+    last_max: list[np.ndarray | None] = [None] * len(types)     # each type's last set priced exactly
     if centre is not None:
         centre = np.where(master.fixed, 0.0, np.asarray(centre, dtype=float))
     log = []
@@ -186,26 +188,46 @@ def refute(types: list[DeviceType], sources: Sources, T: float, *, pricers: list
             log.append((round(_now() - t0, 3), round(lp, 6), None, len(master.columns), "local"))
             continue
         pi = pi_m if centre is None or a <= 0 else a * centre + (1 - a) * pi_m
-        cert, spent = float(pi.sum()), []
+        cert, spent = float(pi.sum()), [0.0] * len(types)
+        cover = np.zeros(G)     # what the priced sets cover: 1 - cover is a supergradient of the certificate at pi
         # now and then a certificate attempt: the pricing MILPs get their full time to prove their bounds
         attempt = _now() - last_attempt >= attempt_every
         if attempt:
             last_attempt = _now()
         # the pricing MILPs may stop once their bound is within a share of what the certificate can spare
         slack = max(1e-7, 0.8 * lp / sum(t.count for t in types))
-        for ti, t in enumerate(types):
+        # the slowest type last (as the last round took): it is told the value at which the certificate would
+        # prove T, so the label DP prunes every set that cannot reach it (see _certifying_price)
+        order = sorted(range(len(types)), key=lambda ti: seconds_of[ti])
+        for ti in order:
+            t = types[ti]
             left = deadline - _now()
             if left <= 0:
                 cert = -np.inf
                 break
             pricer = exact[ti] if exact is not None else pricers[ti]
+            start, floor = best_local[ti], 0.0
+            if exact is not None:       # the start nearest the maximum: the local search at these prices, from the
+                # master's best set and from this type's last maximum (prices change little between rounds)
+                start = max((local[ti].improve(pi, T, s) for s in (start, last_max[ti]) if s is not None),
+                            key=lambda s: float(pi[s].sum()))
+                floor = _certifying_price(cert, t.count) if ti == order[-1] else 0.0
             ub, sets = pricer.solve(pi, T, min(pricing_limit if attempt or exact is not None else limit, left),
-                                    abs_gap=slack, start=best_local[ti])
-            spent.append(round(pricer.last_seconds, 2))
+                                    abs_gap=slack, start=start, floor=floor)
+            if sets and getattr(pricer, "last_exact", False):
+                last_max[ti] = sets[0]
+            seconds_of[ti] = spent[ti] = round(pricer.last_seconds, 2)
             cert -= t.count * ub
+            if sets and float(pi[sets[0]].sum()) > 0:
+                cover += t.count * sets[0]
             for s in sets:
                 if float(pi_m[s].sum()) > m[ti] + 1e-9 and master.add(ti, s):
                     added += 1
+        if auto_smoothing and centre is not None and np.isfinite(cert):
+            # Pessoa et al. (2018): the certificate rises from pi towards the master's prices: smooth less;
+            # else more
+            sub = np.where(master.fixed, 0.0, 1.0 - cover)
+            a = max(0.0, a - 0.1) if float(sub @ (pi_m - centre)) > 0 else min(0.99, a + 0.1 * (1 - a))
         if cert > best_cert:
             best_cert, centre = cert, pi.copy()
         if on_round is not None and centre is not None and cert > -np.inf:
@@ -224,6 +246,18 @@ def refute(types: list[DeviceType], sources: Sources, T: float, *, pricers: list
     return Refutation(threshold=T, refuted=best_cert > CERTIFICATE_MARGIN, certificate=best_cert, lp_value=lp,
                       iterations=it, columns=len(master.columns), seconds=_now() - t0, log=log,
                       pool=master.columns, values=values, centre=centre)
+
+
+def _certifying_price(rest: float, count: int) -> float:
+    """The price the last type priced may reach with the certificate still above the margin: ``rest`` is the
+    certificate before it (``sum(pi)`` less the other types' bounds), ``count`` its devices; the pricing
+    returns at most this (inflated by :data:`PRICING_SLACK`) when no set reaches it, which then proves ``T``.
+
+    >>> p = _certifying_price(1.0, 4)
+    >>> 1.0 - 4 * (p * (1 + PRICING_SLACK) + PRICING_SLACK) > CERTIFICATE_MARGIN
+    True
+    """
+    return max(0.0, (rest - 2 * CERTIFICATE_MARGIN) / (count * (1 + PRICING_SLACK)) - 2 * PRICING_SLACK)
 
 
 def certificate(types: list[DeviceType], exact: Sequence[ExactPricer], pi: np.ndarray, T: float, *,
