@@ -249,9 +249,15 @@ class ExactPricer:
     >>> inst = random_instance(2)
     >>> prob = compile_problem(inst.graph, inst.cluster)
     >>> t = device_types(prob, allowed_devices(prob, inst.pins))[0]
-    >>> ub, sets = ExactPricer(t, Sources.of(prob)).solve(np.ones(len(prob.groups)), T=1e9, time_limit=1)
-    >>> round(ub) == len(t.groups)     # everything fits in one device: every group
+    >>> pricer, pi = ExactPricer(t, Sources.of(prob)), np.ones(len(prob.groups))
+    >>> best, sets = pricer.solve(pi, T=1e9, time_limit=1)
+    >>> round(best) == len(t.groups)     # everything fits in one device: every group
     True
+    >>> pricer.solve(pi, T=1e9, time_limit=1, floor=best - 0.5)[0] == best      # a floor passed: the maximum
+    True
+    >>> ub, sets = pricer.solve(pi, T=1e9, time_limit=1, floor=best + 0.5)      # not reached: the floor
+    >>> round(ub, 4) == round(best + 0.5, 4), sets
+    (True, [])
     """
 
     def __init__(self, t: DeviceType, sources: Sources, threads: int = 1) -> None:
@@ -279,21 +285,7 @@ class ExactPricer:
         ``floor`` (or above ``pi(start)``). A caller that needs the maximum only when it passes a value (a
         certificate's need, :func:`.set_bound.refute`) saves labels: on inception_120_s3_training's
         accelerators at the prices of a minute of column generation, the maximum as the floor keeps 14 M labels
-        in 3.5 s, a floor 4 % below it 33 M in 7.9 s.
-
-        >>> from viz_place.testing import random_instance
-        >>> from viz_place.cost import compile_problem
-        >>> from viz_place.solvers.groups import allowed_devices
-        >>> inst = random_instance(2)
-        >>> prob = compile_problem(inst.graph, inst.cluster)
-        >>> t = device_types(prob, allowed_devices(prob, inst.pins))[0]
-        >>> pricer, pi = ExactPricer(t, Sources.of(prob)), np.ones(len(prob.groups))
-        >>> best = pricer.solve(pi, T=1e9, time_limit=1)[0]
-        >>> pricer.solve(pi, T=1e9, time_limit=1, floor=best - 0.5)[0] == best      # passed: the maximum
-        True
-        >>> ub, sets = pricer.solve(pi, T=1e9, time_limit=1, floor=best + 0.5)      # not reached: the floor
-        >>> round(ub, 4) == round(best + 0.5, 4), sets
-        (True, [])
+        in 3.5 s, a floor 4 % below it 33 M in 7.9 s (examples: the class's).
         """
         started = _now()
         out = None
