@@ -227,14 +227,16 @@ def test_without_the_set_bound_no_pass_comes_before_the_integer_program(monkeypa
 
 
 def test_a_first_pass_that_reaches_the_gap_of_the_floor_keeps_the_proof(workloads):
-    """resnet50_training at 300 s: the pairs re-solved before the integer program bring the polished warm
-    start within 1 % of the proven floor. The set bound beside is then stopped (its settled gap once read
-    as a cancel of the model's build, and the run ended with no bound at all) and the run ends proven."""
+    """resnet50_training at 300 s: the pairs re-solved before the integer program bring the warm start
+    (76.8071) within 1 % of the proven floor (75.7975). The set bound beside is then stopped (its settled gap
+    once read as a cancel of the model's build, and the run ended with no bound at all) and the run ends
+    proven. Polishing is off: how far it gets in its time depends on the machine, and where it reaches
+    76.5501 (within 1 % of the floor by itself) no pass comes first and this path is not taken."""
     from viz_place import load_graph
     g = load_graph(workloads / "throughput-inputs" / "LayerGraphs" / "resnet50_training.json")
     messages = []
     p = run_solver("ilp-noncontig", g, g.default_cluster, progress=lambda ev: messages.append(ev.message),
-                   options={"backend": "highs", "threads": 1, "time_limit": 300, "gap": 0.01})
+                   options={"backend": "highs", "threads": 1, "time_limit": 300, "gap": 0.01, "polish": 0})
     assert any(m.startswith("re-solving device subsets") for m in messages[:messages.index(
         next(m for m in messages if m.startswith("building the integer program")))]), messages
     assert p.bound_set == "any" and p.lower_bound is not None, p.message
