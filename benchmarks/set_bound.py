@@ -63,6 +63,7 @@ def main(argv=None) -> int:
                     "best value known changing at these times (see above)")
     ap.add_argument("--fixed-smoothing", action="store_true",
                     help="Wentges smoothing at 0.7, halved on a mis-price (before the automatic smoothing)")
+    ap.add_argument("--no-beam", action="store_true", help="the exact pricing without its beam run first")
     ap.add_argument("--gap", type=float, default=0.01, help="with --worker: the requested gap (default 0.01)")
     args = ap.parse_args(argv)
     fam, n, seed, *rest = args.graph.split(":")
@@ -80,6 +81,8 @@ def main(argv=None) -> int:
     for T in args.thresholds:
         pricers = [Pricer(t, sources, threads=1) for t in types]
         exact = [ExactPricer(t, sources) for t in types] if args.pricing != "milp" else None
+        for e in exact if args.no_beam and exact else []:
+            e.beam = 0
         more = {"attempt_every": args.attempt_every} if args.attempt_every is not None else {}
         if args.pricing == "exact-attempts":   # the MILP in the rounds, the label DP in the attempts
             pricers = [_AttemptsOnly(p, e) for p, e in zip(pricers, exact)]

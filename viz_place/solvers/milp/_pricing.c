@@ -16,7 +16,9 @@
  * bounds (a backward DP over the same states, multipliers on load and memory, communication exact).
  * Every label, completed by taking no more groups, is a candidate for the best value. The result is the
  * exact maximum (and a set reaching it), or None when a layer would exceed the label limit, the time
- * limit runs out or memory cannot be had (the caller then prices otherwise).
+ * limit runs out or memory cannot be had (the caller then prices otherwise). With a beam width (the last,
+ * optional argument), each layer keeps only that many labels, those with the highest Lagrangian completion
+ * bound: a heuristic, fast, whose best set starts the exact run (ExactPricer.solve).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -131,6 +133,13 @@ static int before(const Label *x, const Label *y) {
     return x->mem < y->mem;
 }
 
+/* a beam's order of a layer: by state, then label order within a state (as the layer is kept) */
+static int cmp_state_label(const void *a, const void *b) {
+    const Label *x = (const Label *)a, *y = (const Label *)b;
+    if (x->state != y->state) return x->state < y->state ? -1 : 1;
+    return before(x, y) ? -1 : (before(y, x) ? 1 : 0);
+}
+
 /* a min-heap of run cursors by their head label (the k-way merge of one state's runs) */
 typedef struct { long long at, end; } Cursor;
 
@@ -148,9 +157,9 @@ static void sift_down(Cursor *h, int n, int i, const Label *lab) {
 static PyObject *price(PyObject *self, PyObject *args) {
     Py_buffer b_pi, b_work, b_mem, b_own, b_cost, b_sptr, b_succ, b_lam, b_mu;
     double cap, T, lb, seconds;
-    long long limit;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*dddLy*y*d", &b_pi, &b_work, &b_mem, &b_own, &b_cost, &b_sptr, &b_succ,
-                          &cap, &T, &lb, &limit, &b_lam, &b_mu, &seconds))
+    long long limit, beam = 0;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*dddLy*y*d|L", &b_pi, &b_work, &b_mem, &b_own, &b_cost, &b_sptr, &b_succ,
+                          &cap, &T, &lb, &limit, &b_lam, &b_mu, &seconds, &beam))
         return NULL;
     struct timespec t_start, t_now;
     clock_gettime(CLOCK_MONOTONIC, &t_start);
@@ -432,6 +441,35 @@ static PyObject *price(PyObject *self, PyObject *args) {
                 sift_down(heap, nh, 0, next);
             }
         }
+        if (beam > 0 && kept > beam) {
+            /* a beam (a heuristic, not exact): the beam labels with the highest completion bound, in the layer's
+             * order (by state, label order within it) */
+            Item *sc = malloc(sizeof(Item) * (size_t)kept);
+            Label *keep = malloc(sizeof(Label) * (size_t)beam);
+            if (!sc || !keep) { free(sc); free(keep); gave_up = 1; goto finish; }
+            for (long long l = 0; l < kept; l++) {
+                double bound = cur[l].pi;
+                if (P > 0) {
+                    long long code = cur[l].state, s3 = 0, mult = 1;
+                    for (int j = 0; j < na; j++) { s3 += to3((int)(code % 6)) * mult; code /= 6; mult *= 3; }
+                    double m = INFINITY;
+                    for (int p = 0; p < P; p++) {
+                        double v = V[(size_t)p * vptr[G + 1] + vptr[k + 1] + s3] + lam[p] * (T - cur[l].load) +
+                                   (mu[p] != 0 ? mu[p] * (cap - cur[l].mem) : 0.0);
+                        if (v < m) m = v;
+                    }
+                    bound += m;
+                }
+                sc[l].key = bound;
+                sc[l].g = (int)l;
+            }
+            qsort(sc, (size_t)kept, sizeof(Item), cmp_item);
+            for (long long l = 0; l < beam; l++) keep[l] = cur[sc[l].g];
+            qsort(keep, (size_t)beam, sizeof(Label), cmp_state_label);
+            memcpy(cur, keep, sizeof(Label) * (size_t)beam);
+            kept = beam;
+            free(sc); free(keep);
+        }
         uint64_t *tb = bits_cur; bits_cur = bits_next; bits_next = tb;
         n_cur = kept;
         total_labels += kept;
@@ -575,8 +613,9 @@ done:
 
 static PyMethodDef methods[] = {
     {"price", price, METH_VARARGS,
-     "price(pi, work, mem, own, cost, succ_ptr, succ, cap, T, lb, label_limit, lam, mu, seconds) -> (max pi(S), set bytes, found, "
-     "labels kept in all, in the widest layer, the Lagrangian root bound) or None beyond label_limit or seconds (see viz_place/solvers/milp/set_pricing.py ExactPricer)."},
+     "price(pi, work, mem, own, cost, succ_ptr, succ, cap, T, lb, label_limit, lam, mu, seconds[, beam]) -> (max pi(S), set bytes, found, "
+     "labels kept in all, in the widest layer, the Lagrangian root bound) or None beyond label_limit or seconds; with beam > 0, "
+     "at most beam labels per layer (a heuristic: the best set found, not the maximum) (see viz_place/solvers/milp/set_pricing.py ExactPricer)."},
     {"local_improve", local_improve, METH_VARARGS,
      "local_improve(price, T, start, load, mem, cap, cand, work, mem_of, touch_ptr, touch_src, touch_own, touch_succ, "
      "src, nsucc, cost, succ_ptr, succ, rounds) -> set bytes (see viz_place/solvers/milp/set_pricing.py LocalPricer)."},
