@@ -37,8 +37,8 @@ PRICING_SLACK = 1e-7
 LABEL_LIMIT = 1 << 22
 #: Labels per layer of the beam run before the exact DP (devices that pay communication; 0 = none): the beam
 #: keeps those with the highest Lagrangian completion bound, and its best set starts the exact DP. On
-#: inception_120_s3_training's accelerators at the prices of 30-60 s of column generation, the beam (0.15 s) came
-#: within 0.2-0.3 % of the maximum, and the exact DP after it took 0.59 s instead of 2.22, 2.64 instead of 4.97
+#: inception_120_s3_training's accelerators at the prices of 30-120 s of column generation, the beam (0.15 s) came
+#: within 0.1-0.3 % of the maximum, and the exact DP after it took 0.59 s instead of 2.22, 2.64 instead of 4.97
 #: and 6.51 instead of 7.10 (see the README).
 BEAM_LABELS = 2000
 
