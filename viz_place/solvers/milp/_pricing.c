@@ -500,7 +500,7 @@ cleanup:
     return result;
 }
 
-/* The pricing's local search (set_pricing.py, LocalPricer.improve), move for move: from a set that fits,
+/* The pricing's local search (set_local.py, LocalPricer.improve), move for move: from a set that fits,
  * rounds of single-group additions and removals (groups in ``cand`` order) and then swaps (a dearer group in
  * for a cheaper one out), each kept when the load stays within T and the memory within cap; stops after a
  * round without a move. The load is kept up to date as the Python loop keeps it (the same operations in the
@@ -618,7 +618,7 @@ static PyMethodDef methods[] = {
      "at most beam labels per layer (a heuristic: the best set found, not the maximum) (see viz_place/solvers/milp/set_pricing.py ExactPricer)."},
     {"local_improve", local_improve, METH_VARARGS,
      "local_improve(price, T, start, load, mem, cap, cand, work, mem_of, touch_ptr, touch_src, touch_own, touch_succ, "
-     "src, nsucc, cost, succ_ptr, succ, rounds) -> set bytes (see viz_place/solvers/milp/set_pricing.py LocalPricer)."},
+     "src, nsucc, cost, succ_ptr, succ, rounds) -> set bytes (see viz_place/solvers/milp/set_local.py LocalPricer)."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_pricing", NULL, -1, methods};

@@ -35,8 +35,9 @@ import numpy as np
 
 from ...cost.compiled import CompiledProblem
 from .options import SET_BOUND_AUTO_MIN_S, SET_BOUND_AUTO_SHARE, SET_BOUND_BESIDE_MIN_S
-from .set_pricing import (PRICING_SLACK, DeviceType, ExactPricer, LocalPricer, Pricer, Sources, device_types,
-                          exact_pricing_built, set_load)
+from .set_local import LocalPricer
+from .set_pricing import (PRICING_SLACK, DeviceType, ExactPricer, Pricer, Sources, device_types, exact_pricing_built,
+                          set_load)
 
 __all__ = ["DeviceType", "ExactPricer", "LocalPricer", "MasterFailed", "Pricer", "Refutation", "SetBound", "Sources",
            "certificate", "certified_threshold", "column_generation_start", "device_types", "placement_columns", "raise_bound_by_set_partition", "refute", "run_set_bound", "set_load",
@@ -214,7 +215,7 @@ def refute(types: list[DeviceType], sources: Sources, T: float, *, pricers: list
                 floor = _certifying_price(cert, t.count) if ti == order[-1] else 0.0
             ub, sets = pricer.solve(pi, T, min(pricing_limit if attempt or exact is not None else limit, left),
                                     abs_gap=slack, start=start, floor=floor)
-            if sets and getattr(pricer, "last_exact", False):
+            if sets and exact is not None and pricer.last_exact:
                 last_max[ti] = sets[0]
             seconds_of[ti] = spent[ti] = round(pricer.last_seconds, 2)
             cert -= t.count * ub
