@@ -64,6 +64,9 @@ def main(argv=None) -> int:
     ap.add_argument("--fixed-smoothing", action="store_true",
                     help="Wentges smoothing at 0.7, halved on a mis-price (before the automatic smoothing)")
     ap.add_argument("--no-beam", action="store_true", help="the exact pricing without its beam run first")
+    ap.add_argument("--no-beam-rounds", action="store_true",
+                    help="no rounds priced by the beam alone between the local search's and the exact ones")
+    ap.add_argument("--keep", type=int, default=None, help="sets per pricing call (default SETS_PER_CALL)")
     ap.add_argument("--gap", type=float, default=0.01, help="with --worker: the requested gap (default 0.01)")
     args = ap.parse_args(argv)
     fam, n, seed, *rest = args.graph.split(":")
@@ -81,14 +84,16 @@ def main(argv=None) -> int:
     for T in args.thresholds:
         pricers = [Pricer(t, sources, threads=1) for t in types]
         exact = [ExactPricer(t, sources) for t in types] if args.pricing != "milp" else None
-        for e in exact if args.no_beam and exact else []:
-            e.beam = 0
+        for e in exact or []:
+            e.beam = 0 if args.no_beam else e.beam
+            e.keep = args.keep or e.keep
         more = {"attempt_every": args.attempt_every} if args.attempt_every is not None else {}
         if args.pricing == "exact-attempts":   # the MILP in the rounds, the label DP in the attempts
             pricers = [_AttemptsOnly(p, e) for p, e in zip(pricers, exact)]
             exact = None
         r = refute(types, sources, T, pricers=pricers, exact=exact, deadline=time.perf_counter() + args.seconds,
-                   columns=pool, auto_smoothing=not args.fixed_smoothing, **more)
+                   columns=pool, auto_smoothing=not args.fixed_smoothing, beam_rounds=not args.no_beam_rounds,
+                   **more)
         if args.ladder:
             pool = r.pool
         print(f"{T:8.4f} {str(r.refuted):>8} {r.certificate:12.6f} {r.lp_value:9.6f} {r.iterations:7d} "

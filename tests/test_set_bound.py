@@ -155,7 +155,8 @@ def _pricing_dp_built() -> bool:
 @pytest.mark.parametrize("seed", range(40))
 def test_exact_pricing_equals_brute_force(seed):
     """The label DP's value is the brute-force maximum (not just a bound), and its set fits and reaches it:
-    chatty and random instances, prices of both signs, thresholds from tight to loose, and a start set."""
+    chatty and random instances, prices of both signs, thresholds from tight to loose, and a start set. The
+    other sets it returns (the best met on the way, columns besides the maximum) are distinct sets that fit."""
     inst = chatty_instance(300 + seed, 6, 11) if seed % 3 else random_instance(seed)
     try:
         prob, types, sources, G = _pricing_problem(inst)
@@ -180,13 +181,19 @@ def test_exact_pricing_equals_brute_force(seed):
                 assert all(_fits(t, sources, s, T * (1 + 1e-9)) for s in sets)
                 if best > 0:     # a set reaching the maximum (the empty set's 0 is not a column)
                     assert sets and float(pi[sets[0]].sum()) == pytest.approx(best, abs=1e-9)
-            # a floor the maximum passes changes nothing; one it does not pass comes back as the bound, set-less
+                # and up to SETS_PER_CALL - 1 others, distinct, each a set the brute force knows (so within T)
+                assert len(sets) <= p.keep and len({s.tobytes() for s in sets}) == len(sets)
+                fits = {s.tobytes() for s in fitting}
+                assert all(s.tobytes() in fits and float(pi[s].sum()) <= best + 1e-9 for s in sets)
+            # a floor the maximum passes changes nothing; one it does not pass comes back as the bound, with no
+            # set reaching it (the sets met below it are still columns)
             ub, sets = pricer.solve(pi, T, 10.0, floor=best - 0.25)
             assert best - 1e-9 <= ub <= best + 1e-6 * (1 + abs(best)), (T, t.devices, ub, best)
             if best > 0:
                 assert sets and float(pi[sets[0]].sum()) == pytest.approx(best, abs=1e-9)
             ub, sets = pricer.solve(pi, T, 10.0, floor=best + 0.25)
-            assert ub == pytest.approx(max(0.0, best + 0.25), abs=1e-6) and not sets, (T, t.devices, ub, best)
+            assert ub == pytest.approx(max(0.0, best + 0.25), abs=1e-6), (T, t.devices, ub, best)
+            assert all(_fits(t, sources, s, T * (1 + 1e-9)) and float(pi[s].sum()) <= best + 1e-9 for s in sets)
 
 
 @pytest.mark.skipif(not _pricing_dp_built(), reason="the pricing DP's extension was not built (no C compiler)")
@@ -226,6 +233,33 @@ def test_lagrangian_bounds_of_the_pricing_dp_are_the_brute_force_dual_values(see
             assert roots[p] == pytest.approx(dual, abs=1e-9), (trial, p, roots[p], dual)
             assert roots[p] >= float(value[fits].max()) - 1e-9
     assert pricer._roots(pi, T, [0.0], [0.0])[0] == pytest.approx(float(value.max()), abs=1e-9)
+
+
+@pytest.mark.skipif(not _pricing_dp_built(), reason="the pricing DP's extension was not built (no C compiler)")
+def test_exact_pricing_returns_several_columns_that_fit():
+    """Besides the maximum, the pricing hands back up to ``keep - 1`` other sets (the best its beam and exact
+    runs met): on a generated training graph, with and without the beam, several distinct sets, each within
+    ``T`` and the memory, none dearer than the first (the maximum); ``keep = 1`` gives the maximum alone."""
+    from viz_place.samples import make_graph
+    g = make_graph("inception", 40, 1, training=True)
+    prob = compile_problem(g, g.default_cluster)
+    types = device_types(prob, allowed_devices(prob, {}))
+    sources = Sources.of(prob)
+    t = next(t for t in types if t.pay)
+    T = 0.5 * simple_lower_bound(g, g.default_cluster)[0] * len(prob.groups) / max(1, len(t.groups))
+    pi = np.random.default_rng(0).uniform(-0.2, 1.0, len(prob.groups))
+    for beam in (0, 2000):
+        pricer = ExactPricer(t, sources)
+        pricer.beam = beam
+        ub, sets = pricer.solve(pi, T, 20.0)
+        assert pricer.last_exact and 3 <= len(sets) <= pricer.keep, (beam, len(sets))
+        assert len({s.tobytes() for s in sets}) == len(sets)
+        assert float(pi[sets[0]].sum()) == pytest.approx(ub, rel=1e-6)
+        for s in sets:
+            assert set_load(t, sources, s) <= T * (1 + 1e-9) and float(t.mem[s].sum()) <= t.capacity
+            assert float(pi[s].sum()) <= float(pi[sets[0]].sum()) + 1e-9
+        pricer.keep = 1
+        assert len(pricer.solve(pi, T, 20.0)[1]) == 1
 
 
 @pytest.mark.skipif(not _pricing_dp_built(), reason="the pricing DP's extension was not built (no C compiler)")
@@ -508,8 +542,8 @@ def test_prices_alone_certify_only_thresholds_below_the_brute_force_optimum():
         types, sources, exact, pool = column_generation_start(prob, allowed_devices(prob, inst.pins))
         T1 = floor + 0.9 * (best - floor)
         r1 = refute(types, sources, T1, pricers=exact, exact=exact, columns=pool, deadline=time.perf_counter() + 5)
-        short = refute(types, sources, best, pricers=exact, exact=exact, columns=pool,
-                       deadline=time.perf_counter() + 0.05)
+        short = refute(types, sources, best, pricers=exact, exact=exact, columns=pool,   # straight to exact rounds
+                       deadline=time.perf_counter() + 0.05, beam_rounds=False)
         G = len(prob.groups)
         for pi in [p for p in (r1.centre, short.centre) if p is not None] + [rng.uniform(-0.2, 1.0, G)]:
             got = certified_threshold(types, exact, pi, floor, best * 1.5, deadline=time.perf_counter() + 10,

@@ -18,7 +18,9 @@
  * exact maximum (and a set reaching it), or None when a layer would exceed the label limit, the time
  * limit runs out or memory cannot be had (the caller then prices otherwise). With a beam width (the last,
  * optional argument), each layer keeps only that many labels, those with the highest Lagrangian completion
- * bound: a heuristic, fast, whose best set starts the exact run (ExactPricer.solve).
+ * bound: a heuristic, fast, whose best set starts the exact run (ExactPricer.solve). With keep > 1 (the argument
+ * after the beam), the best sets met on the way are returned too, up to keep of them (every label that has just
+ * taken a group, completed by taking no more, is one: each set is met once), as more columns per call.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -140,6 +142,23 @@ static int cmp_state_label(const void *a, const void *b) {
     return before(x, y) ? -1 : (before(y, x) ? 1 : 0);
 }
 
+/* the best `keep` sets met (value, bits): a set is offered when its label has just taken a group (so each
+ * set once), and replaces the worst kept when better */
+typedef struct { int keep, n, worst, W; double *val; uint64_t *bits; } Pool;
+
+static void pool_offer(Pool *p, double v, const uint64_t *bits) {
+    int at;
+    if (p->n < p->keep) at = p->n++;
+    else if (v > p->val[p->worst]) at = p->worst;
+    else return;
+    p->val[at] = v;
+    memcpy(p->bits + (size_t)at * p->W, bits, sizeof(uint64_t) * p->W);
+    if (p->n == p->keep) {
+        p->worst = 0;
+        for (int i = 1; i < p->n; i++) if (p->val[i] < p->val[p->worst]) p->worst = i;
+    }
+}
+
 /* a min-heap of run cursors by their head label (the k-way merge of one state's runs) */
 typedef struct { long long at, end; } Cursor;
 
@@ -158,8 +177,9 @@ static PyObject *price(PyObject *self, PyObject *args) {
     Py_buffer b_pi, b_work, b_mem, b_own, b_cost, b_sptr, b_succ, b_lam, b_mu;
     double cap, T, lb, seconds;
     long long limit, beam = 0;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*dddLy*y*d|L", &b_pi, &b_work, &b_mem, &b_own, &b_cost, &b_sptr, &b_succ,
-                          &cap, &T, &lb, &limit, &b_lam, &b_mu, &seconds, &beam))
+    int keep = 1;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*dddLy*y*d|Li", &b_pi, &b_work, &b_mem, &b_own, &b_cost, &b_sptr, &b_succ,
+                          &cap, &T, &lb, &limit, &b_lam, &b_mu, &seconds, &beam, &keep))
         return NULL;
     struct timespec t_start, t_now;
     clock_gettime(CLOCK_MONOTONIC, &t_start);
@@ -227,6 +247,8 @@ static PyObject *price(PyObject *self, PyObject *args) {
     Cursor *heap = NULL;
     double *lagv = malloc(sizeof(double) * (P > 0 ? P : 1));
     int best_found = 0, gave_up = 0;
+    if (keep < 1) keep = 1;
+    Pool pool = {keep, 0, 0, W, malloc(sizeof(double) * keep), malloc(sizeof(uint64_t) * (size_t)keep * W)};
     long long total_labels = 0, widest = 0;
     double root = INFINITY;
     double best = lb > 0 ? lb : 0.0;
@@ -300,7 +322,7 @@ static PyObject *price(PyObject *self, PyObject *args) {
         goto cleanup;
     }
     if (maxopen > 24) { gave_up = 1; goto finish; }   /* 6^24 would overflow the state number */
-    if (lagv == NULL) { gave_up = 1; goto finish; }   /* no memory for the per-state completion values */
+    if (lagv == NULL || pool.val == NULL || pool.bits == NULL) { gave_up = 1; goto finish; }   /* no memory */
     for (int k = 0; k <= G; k++) {
         int n = 0;
         for (int g = k; g < G; g++)
@@ -411,6 +433,7 @@ static PyObject *price(PyObject *self, PyObject *args) {
                         best = pv; best_found = 1;
                         for (int w = 0; w < W; w++) best_bits[w] = nb_[w];
                     }
+                    if (keep > 1 && y && pv > 0 && load + close <= Ttol) pool_offer(&pool, pv, nb_);
                 }
                 if (n_next > run_start) {
                     runs[n_runs].state = state; runs[n_runs].start = run_start; runs[n_runs].len = n_next - run_start;
@@ -485,7 +508,23 @@ finish:
         if (set) {
             char *p = PyBytes_AS_STRING(set);
             for (int g = 0; g < G; g++) p[g] = best_found ? (char)((best_bits[g / 64] >> (g % 64)) & 1) : 0;
-            result = Py_BuildValue("(dNiLLd)", best, set, best_found, total_labels, widest, root);
+            /* the pool's sets, best first, G bytes each */
+            PyObject *more = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)pool.n * G);
+            if (more) {
+                char *q = PyBytes_AS_STRING(more);
+                for (int r = 0; r < pool.n; r++) {     /* selection by value: pool.n is small */
+                    int top = r;
+                    for (int i = r + 1; i < pool.n; i++) if (pool.val[i] > pool.val[top]) top = i;
+                    double tv = pool.val[r]; pool.val[r] = pool.val[top]; pool.val[top] = tv;
+                    for (int w = 0; w < W; w++) {
+                        uint64_t tb = pool.bits[(size_t)r * W + w];
+                        pool.bits[(size_t)r * W + w] = pool.bits[(size_t)top * W + w];
+                        pool.bits[(size_t)top * W + w] = tb;
+                    }
+                    for (int g = 0; g < G; g++) q[(size_t)r * G + g] = (char)((pool.bits[(size_t)r * W + g / 64] >> (g % 64)) & 1);
+                }
+                result = Py_BuildValue("(dNiLLdN)", best, set, best_found, total_labels, widest, root, more);
+            } else Py_DECREF(set);
         }
     }
 cleanup:
@@ -493,7 +532,7 @@ cleanup:
     free(mark); free(first); free(last); free(tptr); free(tsrc); free(town); free(fill); free(optr); free(olist);
     free(pw1); free(pv1); free(pw2); free(pv2); free(nrest); free(items); free(status); free(newst);
     free(cur); free(next); free(bits_cur); free(bits_next); free(best_bits); free(stair); free(runs); free(heap);
-    free(lagv);
+    free(lagv); free(pool.val); free(pool.bits);
     PyBuffer_Release(&b_pi); PyBuffer_Release(&b_work); PyBuffer_Release(&b_mem); PyBuffer_Release(&b_own);
     PyBuffer_Release(&b_cost); PyBuffer_Release(&b_sptr); PyBuffer_Release(&b_succ);
     PyBuffer_Release(&b_lam); PyBuffer_Release(&b_mu);
@@ -613,9 +652,10 @@ done:
 
 static PyMethodDef methods[] = {
     {"price", price, METH_VARARGS,
-     "price(pi, work, mem, own, cost, succ_ptr, succ, cap, T, lb, label_limit, lam, mu, seconds[, beam]) -> (max pi(S), set bytes, found, "
-     "labels kept in all, in the widest layer, the Lagrangian root bound) or None beyond label_limit or seconds; with beam > 0, "
-     "at most beam labels per layer (a heuristic: the best set found, not the maximum) (see viz_place/solvers/milp/set_pricing.py ExactPricer)."},
+     "price(pi, work, mem, own, cost, succ_ptr, succ, cap, T, lb, label_limit, lam, mu, seconds[, beam[, keep]]) -> (max pi(S), "
+     "set bytes, found, labels kept in all, in the widest layer, the Lagrangian root bound, the best sets met: G bytes each, "
+     "up to keep of them) or None beyond label_limit or seconds; with beam > 0, at most beam labels per layer (a heuristic: "
+     "the best set found, not the maximum) (see viz_place/solvers/milp/set_pricing.py ExactPricer)."},
     {"local_improve", local_improve, METH_VARARGS,
      "local_improve(price, T, start, load, mem, cap, cand, work, mem_of, touch_ptr, touch_src, touch_own, touch_succ, "
      "src, nsucc, cost, succ_ptr, succ, rounds) -> set bytes (see viz_place/solvers/milp/set_local.py LocalPricer)."},

@@ -43,6 +43,10 @@ LABEL_LIMIT = 1 << 22
 #: and 6.51 instead of 7.10 (see the README).
 BEAM_LABELS = 2000
 
+#: Sets :meth:`ExactPricer.solve` returns at most: the maximum and the best others the beam and the exact run met
+#: (more columns per pricing, fewer rounds of column generation).
+SETS_PER_CALL = 10
+
 try:   # the compiled label DP of ExactPricer (optional: without it the MILP prices)
     from . import _pricing
 except ImportError:
@@ -286,10 +290,13 @@ class ExactPricer:
         self.last_root = float("inf")                    # the Lagrangian bound on the whole problem
         self._ab: tuple[float, float] | None = None      # the last multipliers found (see _multipliers)
         self.beam = BEAM_LABELS
+        self.keep = SETS_PER_CALL
 
     def solve(self, pi: np.ndarray, T: float, time_limit: float, abs_gap: float = 1e-7,
-              start: np.ndarray | None = None, floor: float = 0.0) -> tuple[float, list[np.ndarray]]:
-        """As :meth:`Pricer.solve` (``abs_gap`` only matters to the fallback). ``floor``: only a maximum above
+              start: np.ndarray | None = None, floor: float = 0.0,
+              beam_only: bool = False) -> tuple[float, list[np.ndarray]]:
+        """As :meth:`Pricer.solve` (``abs_gap`` only matters to the fallback). ``beam_only``: the beam run alone
+        (columns, no bound: ``inf``; no sets for a type without a beam). ``floor``: only a maximum above
         it matters — the label DP prunes every set that cannot pass it, and when none does it returns
         ``floor`` itself (an upper bound, not reached) and no new set. The maximum is exact when above
         ``floor`` (or above ``pi(start)``). A caller that needs the maximum only when it passes a value (a
@@ -299,20 +306,29 @@ class ExactPricer:
         """
         started = _now()
         out = None
+        if beam_only and (_pricing is None or not self.beam or not self.t.pay):
+            self.last_seconds, self.last_exact = 0.0, False
+            return float("inf"), []
         if _pricing is not None:
             lb = float(pi[start].sum()) if start is not None and start.any() else 0.0
             lb = max(lb, float(floor))
             lam, mu = self._multipliers(pi, T)
             pi_c = np.ascontiguousarray(pi, dtype=np.float64)
             args = (self.work, self.mem, self.own, self.cost, self.ptr, self.succ, float(self.t.capacity), float(T))
+            more: list[bytes] = []      # the best sets each run met (columns besides the maximum)
             if self.beam and self.t.pay:     # a beam first: a set near the maximum, so the exact DP prunes more
                 got = _pricing.price(pi_c, *args, lb, LABEL_LIMIT, lam, mu,
-                                     max(0.01, float(time_limit) - (_now() - started)), self.beam)
-                if got is not None and got[2]:
-                    start = np.frombuffer(got[1], dtype=np.uint8).astype(bool)
-                    lb = max(lb, float(pi[start].sum()))
+                                     max(0.01, float(time_limit) - (_now() - started)), self.beam, self.keep)
+                if got is not None:
+                    more.append(got[6])
+                    if got[2]:
+                        start = np.frombuffer(got[1], dtype=np.uint8).astype(bool)
+                        lb = max(lb, float(pi[start].sum()))
+                if beam_only:
+                    self.last_seconds, self.last_exact = _now() - started, False
+                    return float("inf"), _best_others(pi, more, [], self.keep)
             out = _pricing.price(pi_c, *args, lb, LABEL_LIMIT, lam, mu,
-                                 max(0.01, float(time_limit) - (_now() - started)))   # the search counts
+                                 max(0.01, float(time_limit) - (_now() - started)), 0, self.keep)   # the search counts
         if out is None:
             if self._milp is None:
                 self._milp = Pricer(self.t, self.sources, self.threads)
@@ -320,11 +336,12 @@ class ExactPricer:
                                         start=start)
             self.last_seconds, self.last_exact = _now() - started, False
             return ub, sets
-        value, raw, found, self.last_labels, self.last_widest, self.last_root = out
+        value, raw, found, self.last_labels, self.last_widest, self.last_root, last_more = out
         self.last_seconds, self.last_exact = _now() - started, True
         sets = [np.frombuffer(raw, dtype=np.uint8).astype(bool)] if found else \
             ([start.copy()] if start is not None and start.any() else [])
-        return max(0.0, value) * (1 + PRICING_SLACK) + PRICING_SLACK, sets
+        return max(0.0, value) * (1 + PRICING_SLACK) + PRICING_SLACK, sets + _best_others(pi, more + [last_more],
+                                                                                          sets, self.keep - 1)
 
     def _multipliers(self, pi: np.ndarray, T: float) -> tuple[np.ndarray, np.ndarray]:
         """Multipliers for the DP's Lagrangian completion bounds. Any non-negative values give valid bounds
@@ -388,6 +405,28 @@ class ExactPricer:
 #: pricing at T = 46.2 it takes the root bound from 8.5-9.4 to within 1-2 % of the maximum (7.7-8.3) and
 #: an accelerator's DP from 1.4-3.3 s to 0.34-0.9 s (see the README).
 MULTIPLIER_STEPS = (0.2, 0.01)
+
+
+def _best_others(pi: np.ndarray, raws: list[bytes], first: list[np.ndarray], n: int) -> list[np.ndarray]:
+    """Up to ``n`` sets from the DP runs' pools (``raws``: ``G`` bytes per set), the dearest at ``pi`` first, none
+    of them in ``first`` or twice.
+
+    >>> pi = np.array([1.0, 2.0, 3.0])
+    >>> [s.astype(int).tolist() for s in _best_others(pi, [bytes([1, 1, 0, 0, 0, 1]), bytes([0, 0, 1])],
+    ...                                                 [np.array([False, False, True])], 5)]
+    [[1, 1, 0]]
+    """
+    G = len(pi)
+    seen = {s.tobytes() for s in first}
+    out = []
+    for raw in raws:
+        for at in range(0, len(raw), G):
+            s = np.frombuffer(raw[at:at + G], dtype=np.uint8).astype(bool)
+            if s.tobytes() not in seen:
+                seen.add(s.tobytes())
+                out.append(s)
+    out.sort(key=lambda s: -float(pi[s].sum()))
+    return out[:n]
 
 
 def _critical_ratio(value: np.ndarray, weight: np.ndarray, cap: float) -> float:
