@@ -66,6 +66,9 @@ def main(argv=None) -> int:
     ap.add_argument("--no-beam", action="store_true", help="the exact pricing without its beam run first")
     ap.add_argument("--no-beam-rounds", action="store_true",
                     help="no rounds priced by the beam alone between the local search's and the exact ones")
+    ap.add_argument("--no-skip", action="store_true",
+                    help="price the slowest type exactly even where its beam shows the round cannot beat the best "
+                         "certificate")
     ap.add_argument("--keep", type=int, default=None, help="sets per pricing call (default SETS_PER_CALL)")
     ap.add_argument("--gap", type=float, default=0.01, help="with --worker: the requested gap (default 0.01)")
     args = ap.parse_args(argv)
@@ -93,6 +96,7 @@ def main(argv=None) -> int:
             exact = None
         r = refute(types, sources, T, pricers=pricers, exact=exact, deadline=time.perf_counter() + args.seconds,
                    columns=pool, auto_smoothing=not args.fixed_smoothing, beam_rounds=not args.no_beam_rounds,
+                   skip_exact=not args.no_skip,
                    **more)
         if args.ladder:
             pool = r.pool

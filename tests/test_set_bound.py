@@ -194,6 +194,15 @@ def test_exact_pricing_equals_brute_force(seed):
             ub, sets = pricer.solve(pi, T, 10.0, floor=best + 0.25)
             assert ub == pytest.approx(max(0.0, best + 0.25), abs=1e-6), (T, t.devices, ub, best)
             assert all(_fits(t, sources, s, T * (1 + 1e-9)) and float(pi[s].sum()) <= best + 1e-9 for s in sets)
+            # `enough`: the search stops at the first set worth it (no bound, that set first); above the maximum
+            # it changes nothing
+            if best > 0:
+                ub, sets = pricer.solve(pi, T, 10.0, enough=0.5 * best)
+                assert pricer.last_skipped and not pricer.last_exact and ub == np.inf
+                assert float(pi[sets[0]].sum()) >= 0.5 * best - 1e-12 and _fits(t, sources, sets[0], T * (1 + 1e-9))
+            ub, sets = pricer.solve(pi, T, 10.0, enough=best + 0.25)
+            assert not pricer.last_skipped and pricer.last_exact
+            assert best - 1e-9 <= ub <= best + 1e-6 * (1 + abs(best)), (T, t.devices, ub, best)
 
 
 @pytest.mark.skipif(not _pricing_dp_built(), reason="the pricing DP's extension was not built (no C compiler)")

@@ -178,8 +178,9 @@ static PyObject *price(PyObject *self, PyObject *args) {
     double cap, T, lb, seconds;
     long long limit, beam = 0;
     int keep = 1;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*dddLy*y*d|Li", &b_pi, &b_work, &b_mem, &b_own, &b_cost, &b_sptr, &b_succ,
-                          &cap, &T, &lb, &limit, &b_lam, &b_mu, &seconds, &beam, &keep))
+    double enough = INFINITY;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*dddLy*y*d|Lid", &b_pi, &b_work, &b_mem, &b_own, &b_cost, &b_sptr, &b_succ,
+                          &cap, &T, &lb, &limit, &b_lam, &b_mu, &seconds, &beam, &keep, &enough))
         return NULL;
     struct timespec t_start, t_now;
     clock_gettime(CLOCK_MONOTONIC, &t_start);
@@ -246,7 +247,7 @@ static PyObject *price(PyObject *self, PyObject *args) {
     Run *runs = NULL;
     Cursor *heap = NULL;
     double *lagv = malloc(sizeof(double) * (P > 0 ? P : 1));
-    int best_found = 0, gave_up = 0;
+    int best_found = 0, gave_up = 0, stopped = 0;   /* stopped: a set worth `enough` was found (not exact) */
     if (keep < 1) keep = 1;
     Pool pool = {keep, 0, 0, W, malloc(sizeof(double) * keep), malloc(sizeof(uint64_t) * (size_t)keep * W)};
     long long total_labels = 0, widest = 0;
@@ -432,6 +433,7 @@ static PyObject *price(PyObject *self, PyObject *args) {
                     if (pv > best && load + close <= Ttol) {   /* this set, completed by no more groups */
                         best = pv; best_found = 1;
                         for (int w = 0; w < W; w++) best_bits[w] = nb_[w];
+                        if (best >= enough) { stopped = 1; goto finish; }
                     }
                     if (keep > 1 && y && pv > 0 && load + close <= Ttol) pool_offer(&pool, pv, nb_);
                 }
@@ -523,7 +525,7 @@ finish:
                     }
                     for (int g = 0; g < G; g++) q[(size_t)r * G + g] = (char)((pool.bits[(size_t)r * W + g / 64] >> (g % 64)) & 1);
                 }
-                result = Py_BuildValue("(dNiLLdN)", best, set, best_found, total_labels, widest, root, more);
+                result = Py_BuildValue("(dNiLLdNi)", best, set, best_found, total_labels, widest, root, more, stopped);
             } else Py_DECREF(set);
         }
     }
@@ -652,9 +654,9 @@ done:
 
 static PyMethodDef methods[] = {
     {"price", price, METH_VARARGS,
-     "price(pi, work, mem, own, cost, succ_ptr, succ, cap, T, lb, label_limit, lam, mu, seconds[, beam[, keep]]) -> (max pi(S), "
-     "set bytes, found, labels kept in all, in the widest layer, the Lagrangian root bound, the best sets met: G bytes each, "
-     "up to keep of them) or None beyond label_limit or seconds; with beam > 0, at most beam labels per layer (a heuristic: "
+     "price(pi, work, mem, own, cost, succ_ptr, succ, cap, T, lb, label_limit, lam, mu, seconds[, beam[, keep[, enough]]]) -> "
+     "(max pi(S), set bytes, found, labels kept in all, in the widest layer, the Lagrangian root bound, the best sets met: G "
+     "bytes each, up to keep of them, stopped: a set worth enough was found and the search stopped there) or None beyond label_limit or seconds; with beam > 0, at most beam labels per layer (a heuristic: "
      "the best set found, not the maximum) (see viz_place/solvers/milp/set_pricing.py ExactPricer)."},
     {"local_improve", local_improve, METH_VARARGS,
      "local_improve(price, T, start, load, mem, cap, cand, work, mem_of, touch_ptr, touch_src, touch_own, touch_succ, "

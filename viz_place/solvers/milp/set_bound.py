@@ -78,6 +78,8 @@ class Master:
             h.addCol(1.0, 0.0, inf, 1, np.array([g], dtype=np.int32), np.array([1.0]))
         self.columns: list[tuple[int, np.ndarray]] = []
         self._seen: set[tuple[int, bytes]] = set()
+        self._of_type: dict[int, list[np.ndarray]] = {}      # each type's columns, and stacked (for dearest)
+        self._stacked: dict[int, np.ndarray] = {}
 
     def add(self, type_index: int, in_set: np.ndarray) -> bool:
         """Add a column (a set for a device of that type); False if it is already there or empty."""
@@ -89,7 +91,19 @@ class Master:
         rows = np.concatenate([np.flatnonzero(in_set), [self.G + type_index]]).astype(np.int32)
         self.h.addCol(0.0, 0.0, highspy.kHighsInf, len(rows), rows, np.ones(len(rows)))
         self.columns.append((type_index, in_set.copy()))
+        self._of_type.setdefault(type_index, []).append(self.columns[-1][1])
         return True
+
+    def dearest(self, type_index: int, pi: np.ndarray, n: int) -> list[np.ndarray]:
+        """The ``n`` columns of a type with the highest ``pi(S)``, dearest first."""
+        sets = self._of_type.get(type_index, [])
+        if not sets:
+            return []
+        if len(self._stacked.get(type_index, ())) != len(sets):
+            self._stacked[type_index] = np.array(sets)
+        value = self._stacked[type_index] @ pi
+        top = np.argsort(-value, kind="stable")[:n]
+        return [sets[i] for i in top.tolist()]
 
     def solve(self) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
         """Objective, group prices ``pi``, type prices ``m >= 0`` and the column values."""
@@ -131,7 +145,7 @@ def refute(types: list[DeviceType], sources: Sources, T: float, *, pricers: list
            exact: Sequence[ExactPricer] | None = None, fixed: np.ndarray | None = None,
            cancelled: Callable[[], bool] = lambda: False, centre: np.ndarray | None = None,
            on_round: Callable[[np.ndarray], None] | None = None, auto_smoothing: bool = True,
-           beam_rounds: bool = True) -> Refutation:
+           beam_rounds: bool = True, skip_exact: bool = True) -> Refutation:
     """Column generation at threshold ``T``: a certificate that nothing fits (``refuted``), or the
     relaxation is feasible at ``T`` (``lp_value`` 0), or time ran out (neither).
 
@@ -142,7 +156,10 @@ def refute(types: list[DeviceType], sources: Sources, T: float, *, pricers: list
     does a round price for a certificate. With ``exact`` (one :class:`ExactPricer` per type), that round
     prices exactly (the label DP, given up to ``pricing_limit``; the MILP ``pricers`` only where it gives up),
     so it is a certificate attempt and adds the best columns; without it the MILPs price with short limits
-    and get their full time every ``attempt_every`` seconds.
+    and get their full time every ``attempt_every`` seconds. With ``skip_exact``, the slowest type (priced
+    last) skips its exact run when its beam already finds a set dear enough that this round's certificate
+    cannot beat the best one (so it can neither prove ``T`` nor move the centre): the round adds the beam's
+    columns and moves on.
 
     Prices are smoothed (Wentges): the pricing problems see ``a * centre + (1 - a) * master``, where the
     centre is the best certificate's prices so far; a round that adds no column for the master's own
@@ -183,9 +200,8 @@ def refute(types: list[DeviceType], sources: Sources, T: float, *, pricers: list
         added = 0
         best_local: list[np.ndarray] = []
         for ti, t in enumerate(types):      # cheap columns first: local search from the best columns
-            own = [s for tj, s in master.columns if tj == ti]
-            own.sort(key=lambda s: -float(pi_m[s].sum()))
-            found = [local[ti].improve(pi_m, T, start) for start in own[:starts] + [np.zeros(G, dtype=bool)]]
+            found = [local[ti].improve(pi_m, T, start) for start in master.dearest(ti, pi_m, starts) +
+                     [np.zeros(G, dtype=bool)]]
             best_local.append(max(found, key=lambda s: float(pi_m[s].sum())))
             for s in found:
                 if float(pi_m[s].sum()) > m[ti] + 1e-9 and master.add(ti, s):
@@ -204,6 +220,7 @@ def refute(types: list[DeviceType], sources: Sources, T: float, *, pricers: list
         pi = pi_m if centre is None or a <= 0 else a * centre + (1 - a) * pi_m
         cert, spent = float(pi.sum()), [0.0] * len(types)
         cover = np.zeros(G)     # what the priced sets cover: 1 - cover is a supergradient of the certificate at pi
+        skipped = False         # the last type's exact run skipped: this certificate is below the best (-inf)
         # now and then a certificate attempt: the pricing MILPs get their full time to prove their bounds
         attempt = _now() - last_attempt >= attempt_every
         if attempt:
@@ -220,24 +237,28 @@ def refute(types: list[DeviceType], sources: Sources, T: float, *, pricers: list
                 cert = -np.inf
                 break
             pricer = exact[ti] if exact is not None else pricers[ti]
-            start, floor = best_local[ti], 0.0
+            start, floor, more = best_local[ti], 0.0, {}
             if exact is not None:       # the start nearest the maximum: the local search at these prices, from the
                 # master's best set and from this type's last maximum (prices change little between rounds)
                 start = max((local[ti].improve(pi, T, s) for s in (start, last_max[ti]) if s is not None),
                             key=lambda s: float(pi[s].sum()))
-                floor = _certifying_price(cert, t.count) if ti == order[-1] else 0.0
+                if ti == order[-1]:
+                    floor = _certifying_price(cert, t.count)
+                    if skip_exact and np.isfinite(best_cert):   # its beam may show that no better centre is here
+                        more = {"enough": (cert - best_cert) / t.count}
             ub, sets = pricer.solve(pi, T, min(pricing_limit if attempt or exact is not None else limit, left),
-                                    abs_gap=slack, start=start, floor=floor)
+                                    abs_gap=slack, start=start, floor=floor, **more)
             if sets and exact is not None and pricer.last_exact:
                 last_max[ti] = sets[0]
             seconds_of[ti] = spent[ti] = round(pricer.last_seconds, 2)
+            skipped = skipped or getattr(pricer, "last_skipped", False)
             cert -= t.count * ub
             if sets and float(pi[sets[0]].sum()) > 0:
                 cover += t.count * sets[0]
             for s in sets:
                 if float(pi_m[s].sum()) > m[ti] + 1e-9 and master.add(ti, s):
                     added += 1
-        if auto_smoothing and centre is not None and np.isfinite(cert):
+        if auto_smoothing and centre is not None and (np.isfinite(cert) or skipped):
             # Pessoa et al. (2018): the certificate rises from pi towards the master's prices: smooth less;
             # else more
             sub = np.where(master.fixed, 0.0, 1.0 - cover)
@@ -246,7 +267,8 @@ def refute(types: list[DeviceType], sources: Sources, T: float, *, pricers: list
             best_cert, centre = cert, pi.copy()
         if on_round is not None and centre is not None and cert > -np.inf:
             on_round(centre, best_cert)
-        log.append((round(_now() - t0, 3), round(lp, 6), round(cert, 6), len(master.columns), round(a, 3), spent))
+        log.append((round(_now() - t0, 3), round(lp, 6), None if skipped else round(cert, 6), len(master.columns),
+                    round(a, 3), spent))
         if best_cert > CERTIFICATE_MARGIN:
             break
         if added:

@@ -285,7 +285,7 @@ class ExactPricer:
             self.own, self.cost = np.zeros(0, dtype=np.int64), np.zeros(0)
             self.ptr, self.succ = np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64)
         self._milp: Pricer | None = None
-        self.last_seconds, self.last_exact = 0.0, False
+        self.last_seconds, self.last_exact, self.last_skipped = 0.0, False, False
         self.last_labels = self.last_widest = 0          # labels kept in all, in the widest layer
         self.last_root = float("inf")                    # the Lagrangian bound on the whole problem
         self._ab: tuple[float, float] | None = None      # the last multipliers found (see _multipliers)
@@ -294,9 +294,13 @@ class ExactPricer:
 
     def solve(self, pi: np.ndarray, T: float, time_limit: float, abs_gap: float = 1e-7,
               start: np.ndarray | None = None, floor: float = 0.0,
-              beam_only: bool = False) -> tuple[float, list[np.ndarray]]:
+              beam_only: bool = False, enough: float = np.inf) -> tuple[float, list[np.ndarray]]:
         """As :meth:`Pricer.solve` (``abs_gap`` only matters to the fallback). ``beam_only``: the beam run alone
-        (columns, no bound: ``inf``; no sets for a type without a beam). ``floor``: only a maximum above
+        (columns, no bound: ``inf``; no sets for a type without a beam). ``enough``: when the beam finds a set
+        worth that much, the exact run is skipped, and the exact run stops at the first such set
+        (``last_skipped``; the bound is ``inf``, the set comes first): a caller that needs
+        the maximum only when it is below a value (:func:`.set_bound.refute`: a certificate that could beat the
+        best one) is told at once that it is not. ``floor``: only a maximum above
         it matters — the label DP prunes every set that cannot pass it, and when none does it returns
         ``floor`` itself (an upper bound, not reached) and no new set. The maximum is exact when above
         ``floor`` (or above ``pi(start)``). A caller that needs the maximum only when it passes a value (a
@@ -305,7 +309,7 @@ class ExactPricer:
         in 3.5 s, no floor 33 M in 6.7 s (examples: the class's).
         """
         started = _now()
-        out = None
+        out, self.last_skipped = None, False
         if beam_only and (_pricing is None or not self.beam or not self.t.pay):
             self.last_seconds, self.last_exact = 0.0, False
             return float("inf"), []
@@ -324,11 +328,11 @@ class ExactPricer:
                     if got[2]:
                         start = np.frombuffer(got[1], dtype=np.uint8).astype(bool)
                         lb = max(lb, float(pi[start].sum()))
-                if beam_only:
-                    self.last_seconds, self.last_exact = _now() - started, False
+                if beam_only or (start is not None and float(pi[start].sum()) >= enough):
+                    self.last_seconds, self.last_exact, self.last_skipped = _now() - started, False, not beam_only
                     return float("inf"), _best_others(pi, more, [], self.keep)
-            out = _pricing.price(pi_c, *args, lb, LABEL_LIMIT, lam, mu,
-                                 max(0.01, float(time_limit) - (_now() - started)), 0, self.keep)   # the search counts
+            out = _pricing.price(pi_c, *args, lb, LABEL_LIMIT, lam, mu,   # the search counts in the time
+                                 max(0.01, float(time_limit) - (_now() - started)), 0, self.keep, float(enough))
         if out is None:
             if self._milp is None:
                 self._milp = Pricer(self.t, self.sources, self.threads)
@@ -336,12 +340,12 @@ class ExactPricer:
                                         start=start)
             self.last_seconds, self.last_exact = _now() - started, False
             return ub, sets
-        value, raw, found, self.last_labels, self.last_widest, self.last_root, last_more = out
-        self.last_seconds, self.last_exact = _now() - started, True
+        value, raw, found, self.last_labels, self.last_widest, self.last_root, last_more, stopped = out
+        self.last_seconds, self.last_exact, self.last_skipped = _now() - started, not stopped, bool(stopped)
         sets = [np.frombuffer(raw, dtype=np.uint8).astype(bool)] if found else \
             ([start.copy()] if start is not None and start.any() else [])
-        return max(0.0, value) * (1 + PRICING_SLACK) + PRICING_SLACK, sets + _best_others(pi, more + [last_more],
-                                                                                          sets, self.keep - 1)
+        ub = np.inf if stopped else max(0.0, value) * (1 + PRICING_SLACK) + PRICING_SLACK
+        return ub, sets + _best_others(pi, more + [last_more], sets, self.keep - 1)
 
     def _multipliers(self, pi: np.ndarray, T: float) -> tuple[np.ndarray, np.ndarray]:
         """Multipliers for the DP's Lagrangian completion bounds. Any non-negative values give valid bounds
