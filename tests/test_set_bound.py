@@ -200,6 +200,9 @@ def test_exact_pricing_equals_brute_force(seed):
                 ub, sets = pricer.solve(pi, T, 10.0, enough=0.5 * best)
                 assert pricer.last_skipped and not pricer.last_exact and ub == np.inf
                 assert float(pi[sets[0]].sum()) >= 0.5 * best - 1e-12 and _fits(t, sources, sets[0], T * (1 + 1e-9))
+                top = max(fitting, key=lambda s: float(pi[s].sum()))     # a start worth it: that start first
+                ub, sets = pricer.solve(pi, T, 10.0, start=top, enough=0.5 * best)
+                assert pricer.last_skipped and ub == np.inf and float(pi[sets[0]].sum()) >= 0.5 * best - 1e-12
             ub, sets = pricer.solve(pi, T, 10.0, enough=best + 0.25)
             assert not pricer.last_skipped and pricer.last_exact
             assert best - 1e-9 <= ub <= best + 1e-6 * (1 + abs(best)), (T, t.devices, ub, best)

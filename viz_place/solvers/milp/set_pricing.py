@@ -328,9 +328,11 @@ class ExactPricer:
                     if got[2]:
                         start = np.frombuffer(got[1], dtype=np.uint8).astype(bool)
                         lb = max(lb, float(pi[start].sum()))
-                if beam_only or (start is not None and float(pi[start].sum()) >= enough):
-                    self.last_seconds, self.last_exact, self.last_skipped = _now() - started, False, not beam_only
-                    return float("inf"), _best_others(pi, more, [], self.keep)
+            if beam_only or (start is not None and start.any() and float(pi[start].sum()) >= enough):
+                # the beam's columns alone; or a set worth `enough` is known (the start or the beam's): no exact run
+                self.last_seconds, self.last_exact, self.last_skipped = _now() - started, False, not beam_only
+                first = [start.copy()] if start is not None and start.any() else []
+                return float("inf"), first + _best_others(pi, more, first, self.keep - len(first))
             out = _pricing.price(pi_c, *args, lb, LABEL_LIMIT, lam, mu,   # the search counts in the time
                                  max(0.01, float(time_limit) - (_now() - started)), 0, self.keep, float(enough))
         if out is None:
