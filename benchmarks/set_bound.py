@@ -34,6 +34,8 @@ class _AttemptsOnly:
     """The MILP in the short rounds, the label DP when refute gives a certificate attempt its full time
     (``--pricing exact-attempts``, the first version of the exact pricing)."""
 
+    last_skipped = False
+
     def __init__(self, milp, exact, full: float = 30.0):
         self.milp, self.exact, self.full = milp, exact, full
         self.last_seconds = 0.0

@@ -180,7 +180,7 @@ def refute(types: list[DeviceType], sources: Sources, T: float, *, pricers: list
             if sets and exact is not None and pricer.last_exact:
                 last_max[ti] = sets[0]
             seconds_of[ti] = spent[ti] = round(pricer.last_seconds, 2)
-            skipped = skipped or getattr(pricer, "last_skipped", False)
+            skipped = skipped or pricer.last_skipped
             cert -= t.count * ub
             if sets and float(pi[sets[0]].sum()) > 0:
                 cover += t.count * sets[0]

@@ -146,6 +146,9 @@ class Pricer:
     (binary ``y`` per allowed group, ``c >= |y(u) - y(v)|`` per source and successor group as in the
     assignment model, load and memory rows)."""
 
+    #: The MILP always prices in full (:meth:`ExactPricer.solve`'s ``enough`` may skip).
+    last_skipped = False
+
     def __init__(self, t: DeviceType, sources: Sources, threads: int = 1) -> None:
         import highspy
         from .backends import _new_highs
@@ -326,7 +329,7 @@ class ExactPricer:
                 if got is not None:
                     more.append(got[6])
                     if got[2]:
-                        start = np.frombuffer(got[1], dtype=np.uint8).astype(bool)
+                        start = _as_set(got[1])
                         lb = max(lb, float(pi[start].sum()))
             if beam_only or (start is not None and start.any() and float(pi[start].sum()) >= enough):
                 # the beam's columns alone; or a set worth `enough` is known (the start or the beam's): no exact run
@@ -344,7 +347,7 @@ class ExactPricer:
             return ub, sets
         value, raw, found, self.last_labels, self.last_widest, self.last_root, last_more, stopped = out
         self.last_seconds, self.last_exact, self.last_skipped = _now() - started, not stopped, bool(stopped)
-        sets = [np.frombuffer(raw, dtype=np.uint8).astype(bool)] if found else \
+        sets = [_as_set(raw)] if found else \
             ([start.copy()] if start is not None and start.any() else [])
         ub = np.inf if stopped else max(0.0, value) * (1 + PRICING_SLACK) + PRICING_SLACK
         return ub, sets + _best_others(pi, more + [last_more], sets, self.keep - 1)
@@ -413,6 +416,11 @@ class ExactPricer:
 MULTIPLIER_STEPS = (0.2, 0.01)
 
 
+def _as_set(raw: bytes) -> np.ndarray:
+    """A set as the compiled DP returns it (one byte per group) as a bool per group."""
+    return np.frombuffer(raw, dtype=np.uint8).astype(bool)
+
+
 def _best_others(pi: np.ndarray, raws: list[bytes], first: list[np.ndarray], n: int) -> list[np.ndarray]:
     """Up to ``n`` sets from the DP runs' pools (``raws``: ``G`` bytes per set), the dearest at ``pi`` first, none
     of them in ``first`` or twice.
@@ -427,7 +435,7 @@ def _best_others(pi: np.ndarray, raws: list[bytes], first: list[np.ndarray], n: 
     out = []
     for raw in raws:
         for at in range(0, len(raw), G):
-            s = np.frombuffer(raw[at:at + G], dtype=np.uint8).astype(bool)
+            s = _as_set(raw[at:at + G])
             if s.tobytes() not in seen:
                 seen.add(s.tobytes())
                 out.append(s)
