@@ -16,7 +16,7 @@ from viz_place.solvers import run_solver
 from viz_place.solvers.groups import allowed_devices
 from viz_place.solvers.milp import available_backends
 from viz_place.solvers.milp.max_load import IlpNoncontigOptions
-from viz_place.solvers.milp.neighbourhoods import improve_by_subsets, resolve_subset, subset_allowed
+from viz_place.solvers.milp.neighbourhoods import SPREAD, improve_by_subsets, resolve_subset, subset_allowed
 from viz_place.testing import random_instance
 
 pytestmark = pytest.mark.skipif("highs" not in available_backends(), reason="needs highspy")
@@ -42,9 +42,9 @@ def _loads(prob, dev):
     return [d.load for d in ev.devices], ev
 
 
-def _brute_subset(prob, al, dev, subset) -> float:
-    """Smallest max-load over ``subset`` of any placement within memory that moves only the groups
-    with several devices in ``al`` (every assignment of them tried)."""
+def _brute_subset(prob, al, dev, subset, spread: float = 0.0) -> float:
+    """Smallest max-load over ``subset`` (plus ``spread`` times the subset's total load) of any placement
+    within memory that moves only the groups with several devices in ``al`` (every assignment of them tried)."""
     free = [g for g, a in enumerate(al) if len(a) > 1]
     best = math.inf
     trial = np.array(dev)
@@ -53,11 +53,14 @@ def _brute_subset(prob, al, dev, subset) -> float:
             trial[list(prob.groups[g])] = d
         loads, ev = _loads(prob, trial)
         if not ev.violations:
-            best = min(best, max(loads[d] for d in subset))
+            best = min(best, max(loads[d] for d in subset) + spread * sum(loads[d] for d in subset))
     return best
 
 
-def test_a_subproblem_is_exact_and_leaves_the_other_devices_alone():
+@pytest.mark.parametrize("spread", [0.0, SPREAD, 0.05])
+def test_a_subproblem_is_exact_and_leaves_the_other_devices_alone(spread):
+    """Exact for its objective: the max-load over the subset, plus ``spread`` times the subset's total load
+    (the default, :data:`SPREAD`, breaks ties towards less load in all; 0.05 makes that term matter)."""
     checked = 0
     for seed, inst, prob, allowed, start in _instances(12000, 80):
         rng = np.random.default_rng(seed)
@@ -65,7 +68,7 @@ def test_a_subproblem_is_exact_and_leaves_the_other_devices_alone():
         al = subset_allowed(prob, allowed, start, subset)
         if math.prod(len(a) for a in al) > 4000:
             continue
-        new, res, free = resolve_subset(prob, allowed, start, subset, time_limit=20, opts=OPTS)
+        new, res, free = resolve_subset(prob, allowed, start, subset, time_limit=20, opts=OPTS, spread=spread)
         assert res.status == "optimal", (seed, res.status)
         assert free == sum(1 for a in al if len(a) > 1)
         before, _ = _loads(prob, start)
@@ -76,9 +79,13 @@ def test_a_subproblem_is_exact_and_leaves_the_other_devices_alone():
                 assert after[d] == pytest.approx(before[d], rel=1e-12, abs=1e-12), (seed, d)
         for g, members in enumerate(prob.groups):
             assert int(new[members[0]]) in al[g] and len({int(new[v]) for v in members}) == 1
-        exact = _brute_subset(prob, al, start, subset)
-        assert max(after[d] for d in subset) == pytest.approx(exact, rel=1e-7, abs=1e-9), seed
+        exact = _brute_subset(prob, al, start, subset, spread)
+        got = max(after[d] for d in subset) + spread * sum(after[d] for d in subset)
+        assert got == pytest.approx(exact, rel=1e-7, abs=1e-9), seed
         assert res.objective == pytest.approx(exact, rel=1e-6, abs=1e-6), seed
+        if spread:          # M + spread * S <= P + spread * S_P, and S_P <= |subset| * P: the max-load gives up
+            plain = _brute_subset(prob, al, start, subset)     # at most spread * |subset| of the plain optimum P
+            assert max(after[d] for d in subset) <= plain * (1 + spread * len(subset)) + 1e-9, seed
         checked += 1
     assert checked >= 25, checked
 
@@ -209,10 +216,57 @@ def test_with_the_set_bound_pairs_are_re_solved_before_the_integer_program(monke
     at, kw, out, seconds = calls[0]
     built = next(i for i, m in enumerate(messages) if m.startswith("building the integer program"))
     assert at <= built and kw["max_size"] == max_load.EARLY_LNS_MAX_SIZE == 3, (at, built, kw.get("max_size"))
-    assert seconds <= max_load.EARLY_LNS * 0.4 * 10 + 1.0, seconds
+    # its share, or on past it while it keeps finding better placements, up to the integer program's share
+    assert kw["deadline"] <= kw["extend_to"] and seconds <= (1 - max_load.MAIN_SHARE) * 10 + 1.0, seconds
     start = evaluate_indices(compile_problem(g, g.default_cluster), kw["start"]).max_load
     assert p.claimed_value <= (out[1] if out is not None else start) * (1 + 1e-12)
     assert all(c[1].get("max_size") is None for c in calls[1:]), "later passes grow past three devices"
+
+
+def _fake_search(improving_for: float, step: float = 0.1):
+    """An ``improve_by_subsets`` stand-in that finds a better placement every ``step`` seconds for
+    ``improving_for`` seconds, then nothing, until its time or ``cancel``; it records when it stopped."""
+    import time
+
+    from viz_place.solvers.milp import neighbourhoods as nb
+    stopped = {}
+
+    def fake(prob, allowed, dev, *, time_limit, cancel, on_better, **kw):
+        t0 = time.perf_counter()
+        value = 100.0
+        while time.perf_counter() - t0 < time_limit and not cancel():
+            if time.perf_counter() - t0 < improving_for:
+                value -= 0.01
+                on_better(dev, value)
+            time.sleep(step)
+        stopped["after"] = time.perf_counter() - t0
+        return nb.SubsetSearch(np.asarray(dev), (value, 0.0))
+    return fake, stopped
+
+
+@pytest.mark.parametrize("improving_for, low, high", [(0.0, 0.9, 1.6), (2.0, 2.5, 3.5), (30.0, 4.7, 5.6)])
+def test_a_pass_goes_on_past_its_deadline_only_while_it_improves(monkeypatch, improving_for, low, high):
+    """With ``extend_to``, :func:`run_lns` goes on past ``deadline`` (1 s here) until ``idle`` seconds
+    (0.6) pass without a better placement, never past ``extend_to`` (5 s)."""
+    import time
+
+    from viz_place.solvers.base import Hooks
+    from viz_place.solvers.milp import neighbourhoods as nb
+    inst = random_instance(3)
+    prob = compile_problem(inst.graph, inst.cluster)
+
+    class _Problem:          # the two things run_lns asks of a Problem
+        compiled = prob
+
+        @staticmethod
+        def value(dev):
+            return 100.0
+    fake, stopped = _fake_search(improving_for)
+    monkeypatch.setattr(nb, "improve_by_subsets", fake)
+    now = time.perf_counter()
+    nb.run_lns(_Problem, allowed_devices(prob, inst.pins), [], OPTS, Hooks(None, None),
+               start=np.zeros(prob.n, dtype=np.int64), bound=None, deadline=now + 1.0, extend_to=now + 5.0, idle=0.6)
+    assert low <= stopped["after"] <= high, stopped
 
 
 def test_without_the_set_bound_no_pass_comes_before_the_integer_program(monkeypatch):

@@ -19,14 +19,15 @@ class OutOfTime(Exception):
 
 
 def build_model(prob, allowed, opts: IlpOptions, sym_sets, order=None, check=None, floor: float = 0.0,
-                load_devices=None):
+                load_devices=None, spread: float = 0.0):
     """The PuLP model; returns ``(lp, x, y)`` with ``x[(g, d)]`` the assignment variables and
     ``y`` the device-order variables of a pipeline model (``{}`` otherwise; ``order``:
     :func:`~viz_place.solvers.groups.pipeline_order`, needed for it). ``check()`` is polled
     while building; when it returns true, :class:`OutOfTime` is raised. ``floor``: a proven
     lower bound on the objective (the objective variable starts there). ``load_devices``: only
     these devices' loads enter the objective (a subproblem of :mod:`.neighbourhoods`; no floor
-    then); default all.
+    then); default all. ``spread`` (with ``load_devices``): ``spread`` times their total load is added to the
+    objective (:func:`add_objective`).
 
     Built in the order of :mod:`.max_load`'s docstring: assignment, compute terms,
     memory, communication, device order (pipeline splits), contiguity (also for
@@ -50,7 +51,7 @@ def build_model(prob, allowed, opts: IlpOptions, sym_sets, order=None, check=Non
     poll()
     add_symmetry_breaking(lp, x, len(allowed), sym_sets)
     poll()
-    add_objective(lp, prob, allowed, opts, parts, floor, load_devices)
+    add_objective(lp, prob, allowed, opts, parts, floor, load_devices, spread)
     return lp, x, y
 
 
@@ -165,13 +166,17 @@ def _add_load_rows(lp, var, d, parts, kinds, directions, name, overlap: bool) ->
             lp.addConstraint(var >= pulp.LpAffineExpression(terms), f"{name}_{d}_{i}")
 
 
-def add_objective(lp, prob, allowed, opts: IlpOptions, parts, floor: float = 0.0, load_devices=None) -> None:
+def add_objective(lp, prob, allowed, opts: IlpOptions, parts, floor: float = 0.0, load_devices=None,
+                  spread: float = 0.0) -> None:
     """``T >= load(d)`` for every device and minimise ``T`` (or ``T = F + B`` for the training objective).
 
     ``floor``: a proven lower bound on the max-load over all valid placements (the packing and
     volume bounds of :func:`~viz_place.cost.bounds.simple_lower_bound`); ``T`` starts there (the
     training objective ``F + B`` is at least the max-load, so it gets the same floor).
-    ``load_devices``: only these devices get load rows (max-load objective only; no floor).
+    ``load_devices``: only these devices get load rows (max-load objective only; no floor), and with
+    ``spread`` > 0 the objective is ``T + spread * (their total load)``: among re-placements of equal
+    max-load, the one with the least load in all (compute on the faster devices, less communication), which
+    leaves slack for the next subproblem.
     """
     if load_devices is None:
         # every group runs somewhere: the max-load is at least its fastest compute
@@ -187,7 +192,13 @@ def add_objective(lp, prob, allowed, opts: IlpOptions, parts, floor: float = 0.0
     if opts.objective == "max_load":
         for d in (range(prob.num_devices) if load_devices is None else load_devices):
             _add_load_rows(lp, T, d, parts, loads, (False, True), "load", opts.overlap)
-        lp += T
+        total: dict = {T: 1.0}
+        if spread > 0 and load_devices is not None:
+            for d in load_devices:
+                for key in parts:
+                    for v, a in parts[key][d].items():
+                        total[v] = total.get(v, 0.0) + spread * a
+        lp += pulp.LpAffineExpression(total)
     else:
         F = lp.add_variable("F", lowBound=0)
         B = lp.add_variable("B", lowBound=0)

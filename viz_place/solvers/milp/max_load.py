@@ -271,10 +271,10 @@ def solve(problem: Problem, opts: IlpOptions, hooks: Hooks) -> SolverResult:
     lns_spent = 0.0
     if sb_mode != "off" and lns_applies(opts):
         began = _now()
-        warm = _first_pass(problem, allowed, sym_sets, opts, hooks, warm, floor, deadline=min(
-            began + EARLY_LNS * lns_share(opts, set_bound_runs=sb_time > 0) * opts.time_limit,
-            watch.start + (1 - MAIN_SHARE) * opts.time_limit))
-        lns_spent = _now() - began
+        until = watch.start + (1 - MAIN_SHARE) * opts.time_limit
+        planned = min(began + EARLY_LNS * lns_share(opts, set_bound_runs=sb_time > 0) * opts.time_limit, until)
+        warm = _first_pass(problem, allowed, sym_sets, opts, hooks, warm, floor, deadline=planned, extend_to=until)
+        lns_spent = min(_now(), planned) - began       # time past its share came out of the integer program's
         if _floor_proves(problem.value(warm[0]), floor, opts):     # the set bound is not needed any more
             if worker is not None:
                 worker.stop()
@@ -292,11 +292,12 @@ def _floor_proves(value: float, floor: float, opts) -> bool:
     return bool(np.isfinite(floor) and floor > 0 and (gap_of(value, floor) or 0.0) <= max(opts.gap, OPTIMALITY_TOL))
 
 
-def _first_pass(problem, allowed, sym_sets, opts, hooks, warm, floor, *, deadline: float):
+def _first_pass(problem, allowed, sym_sets, opts, hooks, warm, floor, *, deadline: float, extend_to: float):
     """With the set bound (long runs): pairs of devices (then three) re-solved from the polished warm start before
-    the integer program until ``deadline`` — a better start for it and a lower aim for the set bound. The new warm
-    start."""
-    got = run_lns(problem, allowed, sym_sets, opts, hooks, start=warm[0], deadline=deadline,
+    the integer program until ``deadline``, and on while it keeps finding better placements (until
+    :data:`~.neighbourhoods.EXTEND_IDLE` seconds pass without one, or ``extend_to``) — a better start for the
+    integer program and a lower aim for the set bound. The new warm start."""
+    got = run_lns(problem, allowed, sym_sets, opts, hooks, start=warm[0], deadline=deadline, extend_to=extend_to,
                   max_size=EARLY_LNS_MAX_SIZE,
                   bound=floor if np.isfinite(floor) and floor > 0 else None)
     return (got[0], f"{warm[1]}, improved by re-solving device subsets") if got is not None else warm
