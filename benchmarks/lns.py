@@ -7,11 +7,14 @@ Runs ``ilp-noncontig`` (HiGHS, default options but ``lns=0``) for ``--milp`` sec
 prints every subproblem (time, devices, free groups, status, max-load after, kept) and the values.
 ``--table S`` instead runs ``ilp-noncontig`` for ``S`` seconds with ``lns=0`` and with the default
 share on the 8 published layer workloads and the generated graphs of ``benchmarks/compare.py --long``,
-and prints value and gap (``value / proven bound - 1``) of both.
+and prints value and gap (``value / proven bound - 1``) of both. ``--spread-table S`` runs the subset search's
+first pass (pairs, then three devices) for ``S`` seconds from ``--starts`` polished local-search placements of
+``--graph``, with the sub-MILP's tie-break (``SPREAD``, less load in all) off and on, and prints both values.
 
     .venv/bin/python benchmarks/lns.py --milp 120 --seconds 180
     .venv/bin/python benchmarks/lns.py --graph transformer:150:1 --milp 60 --seconds 60 --size 2
     .venv/bin/python benchmarks/lns.py --table 10
+    .venv/bin/python benchmarks/lns.py --spread-table 70 --graph inception:120:3:training --starts 4
 """
 from __future__ import annotations
 
@@ -21,10 +24,11 @@ import time
 from _common import WORKLOADS, workloads_available
 from compare import GENERATED
 from viz_place import load_graph, run_solver
-from viz_place.cost import compile_problem, evaluate, gap
+from viz_place.cost import compile_problem, evaluate, evaluate_indices, gap
 from viz_place.samples import make_graph
 from viz_place.solvers.groups import allowed_devices
 from viz_place.solvers.milp.max_load import IlpNoncontigOptions
+from viz_place.solvers.milp import neighbourhoods
 from viz_place.solvers.milp.neighbourhoods import LNS_SIZE, improve_by_subsets
 
 
@@ -37,11 +41,16 @@ def main(argv=None) -> int:
     ap.add_argument("--sub-time", type=float, default=10.0, help="seconds per sub-MILP at most (default 10)")
     ap.add_argument("--table", type=float, default=0.0, metavar="S",
                     help="instead: S-second runs with lns=0 and the default on the layer and generated graphs")
+    ap.add_argument("--spread-table", type=float, default=0.0, metavar="S",
+                    help="instead: S seconds of first pass from --starts placements, tie-break off and on")
+    ap.add_argument("--starts", type=int, default=4, help="polished local-search starts of --spread-table")
     args = ap.parse_args(argv)
     if args.table:
         return table(args.table)
     fam, n, seed, *rest = args.graph.split(":")
     g = make_graph(fam, int(n), int(seed), training=bool(rest and rest[0] == "training"))
+    if args.spread_table:
+        return spread_table(g, args.spread_table, args.starts)
     cluster = g.default_cluster
     p = run_solver("ilp-noncontig", g, cluster, options={"time_limit": args.milp, "threads": 1,
                                                          "backend": "highs", "lns": 0.0})
@@ -63,6 +72,32 @@ def main(argv=None) -> int:
     print(f"subset search: {start:.6g} -> {end:.6g} in {time.perf_counter() - t0:.1f} s "
           f"({out.improvements} improvements, {len(out.log)} subproblems)"
           + (f"; gap against the MILP's bound {100 * gap(end, bound):.2f}%" if bound else ""))
+    return 0
+
+
+def spread_table(g, seconds: float, starts: int) -> int:
+    """The first pass (pairs, then three devices) for ``seconds`` from ``starts`` placements (local search with
+    seeds 0, 1, ..., each polished for 15 s), with the sub-MILP's tie-break off (``spread`` 0) and on."""
+    from viz_place.solvers.milp.polish import polish
+    prob = compile_problem(g, g.default_cluster)
+    allowed = allowed_devices(prob, {})
+    opts = IlpNoncontigOptions(backend="highs", threads=1)
+    spread = neighbourhoods.SPREAD
+    print(f"{g.name}: first pass (pairs, then three devices), {seconds:g} s from each start; HiGHS, 1 thread")
+    print(f"{'start':<6} {'polished':>10} {'spread 0':>10} {f'spread {spread:g}':>13}")
+    for s in range(starts):
+        ls = run_solver("local-search", g, g.default_cluster, options={"seed": s, "restarts": 2, "time_limit": 15})
+        dev = polish(prob, allowed, prob.to_index_array(ls), time_limit=15.0, pinned=set(), seed=s)
+        row = [f"{evaluate_indices(prob, dev).max_load:10.6g}"]
+        for value in (0.0, spread):
+            neighbourhoods.SPREAD = value
+            try:
+                out = improve_by_subsets(prob, allowed, dev, size=LNS_SIZE, max_size=LNS_SIZE + 1,
+                                         time_limit=seconds, sub_time=10.0, opts=opts)
+            finally:
+                neighbourhoods.SPREAD = spread
+            row.append(f"{out.key[0]:10.6g}")
+        print(f"{s:<6} {row[0]} {row[1]} {row[2]:>13}", flush=True)
     return 0
 
 

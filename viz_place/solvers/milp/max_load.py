@@ -42,7 +42,8 @@ Placement of DNN Graph Operators*), generalised to device classes and pins:
   the time) the groups of two devices at a time (more after a round without gain)
   are re-solved exactly with the others fixed (:mod:`.neighbourhoods`): when the
   integer program stops short of the gap, and on long runs (with the set bound)
-  first on pairs (then three devices) from the polished warm start, before the integer program;
+  first on pairs (then three devices) from the polished warm start, before the integer program (past
+  its share while it keeps finding better placements);
 * on long runs (``set_bound``; by default for limits of 60 s or more) the set-partitioning bound by
   column generation with exact pricing (:mod:`.set_bound`), aimed at the best placement's value / (1 + gap):
   a refuted threshold becomes the run's bound — communication, which the LP relaxation hardly sees. It runs
@@ -112,7 +113,8 @@ WARM_SOLVERS = ("dp", "pipedream", "topo-fill", "single-device", "greedy-latency
 #: Search budget of the exact packing checks behind the floor (:func:`~viz_place.cost.bounds.simple_lower_bound`;
 #: 1000 per second of the time limit, at most this).
 FLOOR_EXACT_NODES = 20000
-#: The main integer program gets at least this share of the time limit (the bound phase ends before).
+#: The bound phase, and the first pass of the subset search when it goes on past its share, end before this share
+#: of the time limit is left (for the main integer program and the last subset search).
 MAIN_SHARE = 0.4
 #: Share of the subset search's time (``lns``) its first pass may take, on pairs of devices from the polished
 #: warm start (three after a round of pairs without gain), before the integer program (the rest after it). On

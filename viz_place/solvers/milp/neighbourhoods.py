@@ -6,7 +6,8 @@ communication across that set's boundary), so moving groups among a subset
 move is a small integer program: the ``ilp-noncontig`` model
 (:func:`~viz_place.solvers.milp.assignment.build_model`) in which every group
 not on ``S`` has one allowed device (its own) and only the devices of ``S``
-carry load rows, so its objective is the max-load over ``S``.
+carry load rows, so its objective is the max-load over ``S`` (plus :data:`SPREAD` times ``S``'s total
+load, a tie-break towards less communication).
 :func:`improve_by_subsets` walks the subsets that hold the bottleneck device
 (``size`` devices each, the fewest groups to move first; then one more device
 when a whole round of them found nothing while time is left, and back to ``size``
