@@ -27,8 +27,8 @@ from viz_place import load_graph, run_solver
 from viz_place.cost import compile_problem, evaluate, evaluate_indices, gap
 from viz_place.samples import make_graph
 from viz_place.solvers.groups import allowed_devices
-from viz_place.solvers.milp.max_load import IlpNoncontigOptions
 from viz_place.solvers.milp import neighbourhoods
+from viz_place.solvers.milp.max_load import IlpNoncontigOptions
 from viz_place.solvers.milp.neighbourhoods import LNS_SIZE, improve_by_subsets
 
 

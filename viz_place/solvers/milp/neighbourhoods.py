@@ -116,9 +116,9 @@ def resolve_subset(prob: CompiledProblem, allowed, dev, subset, *, time_limit: f
     free groups)``. The sub-MILP's objective is the max-load over ``subset`` only, so its bound is
     no bound on the whole problem and is never reported as one. Plus ``spread`` (default :data:`SPREAD`) times
     the subset's total load: among re-placements of (nearly) the same max-load it takes the one with the least
-    load in all, mostly less communication, which leaves slack for the next subproblem. (Without it, on
-    inception_120_s3_training the subset search stalled at 100.107 where with it, from the same placement at
-    116 s, it went on to 99.8301 in 30 s; see the README.)"""
+    load in all, mostly less communication, which leaves slack for the next subproblem. (On
+    inception_120_s3_training, 70 s of pairs and triples from polished starts ended lower with it in 7 runs of
+    8; see the README's "Ties broken towards less load".)"""
     al = subset_allowed(prob, allowed, dev, subset)
     free = sum(1 for a in al if len(a) > 1)
     lp, x, _ = build_model(prob, al, opts, [], None, load_devices=subset,
