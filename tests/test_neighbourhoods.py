@@ -244,7 +244,7 @@ def _fake_search(improving_for: float, step: float = 0.1):
     return fake, stopped
 
 
-@pytest.mark.parametrize("improving_for, low, high", [(0.0, 0.9, 1.6), (2.0, 2.5, 3.5), (30.0, 4.7, 5.6)])
+@pytest.mark.parametrize("improving_for, low, high", [(0.0, 0.9, 1.6), (2.0, 2.3, 3.5), (30.0, 4.7, 5.6)])
 def test_a_pass_goes_on_past_its_deadline_only_while_it_improves(monkeypatch, improving_for, low, high):
     """With ``extend_to``, :func:`run_lns` goes on past ``deadline`` (1 s here) until ``idle`` seconds
     (0.6) pass without a better placement, never past ``extend_to`` (5 s)."""
