@@ -27,9 +27,8 @@ from viz_place import load_graph, run_solver
 from viz_place.cost import compile_problem, evaluate, evaluate_indices, gap
 from viz_place.samples import make_graph
 from viz_place.solvers.groups import allowed_devices
-from viz_place.solvers.milp import neighbourhoods
 from viz_place.solvers.milp.max_load import IlpNoncontigOptions
-from viz_place.solvers.milp.neighbourhoods import LNS_SIZE, improve_by_subsets
+from viz_place.solvers.milp.neighbourhoods import LNS_SIZE, SPREAD, improve_by_subsets
 
 
 def main(argv=None) -> int:
@@ -82,7 +81,7 @@ def spread_table(g, seconds: float, starts: int) -> int:
     prob = compile_problem(g, g.default_cluster)
     allowed = allowed_devices(prob, {})
     opts = IlpNoncontigOptions(backend="highs", threads=1)
-    spread = neighbourhoods.SPREAD
+    spread = SPREAD
     print(f"{g.name}: first pass (pairs, then three devices), {seconds:g} s from each start; HiGHS, 1 thread")
     print(f"{'start':<6} {'polished':>10} {'spread 0':>10} {f'spread {spread:g}':>13}")
     for s in range(starts):
@@ -90,12 +89,8 @@ def spread_table(g, seconds: float, starts: int) -> int:
         dev = polish(prob, allowed, prob.to_index_array(ls), time_limit=15.0, pinned=set(), seed=s)
         row = [f"{evaluate_indices(prob, dev).max_load:10.6g}"]
         for value in (0.0, spread):
-            neighbourhoods.SPREAD = value
-            try:
-                out = improve_by_subsets(prob, allowed, dev, size=LNS_SIZE, max_size=LNS_SIZE + 1,
-                                         time_limit=seconds, sub_time=10.0, opts=opts)
-            finally:
-                neighbourhoods.SPREAD = spread
+            out = improve_by_subsets(prob, allowed, dev, size=LNS_SIZE, max_size=LNS_SIZE + 1,
+                                     time_limit=seconds, sub_time=10.0, opts=opts, spread=value)
             row.append(f"{out.key[0]:10.6g}")
         print(f"{s:<6} {row[0]} {row[1]} {row[2]:>13}", flush=True)
     return 0

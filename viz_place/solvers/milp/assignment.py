@@ -152,16 +152,23 @@ def add_contiguity(lp, prob, x, poll=None) -> None:
                 lp += z[v] <= (xv if xv is not None else 0) - xu + 1
 
 
+def _device_terms(parts, d, keys, scale: float = 1.0, into: dict | None = None) -> dict:
+    """``{variable: coefficient}`` of device ``d``'s load over the ``keys`` of ``parts``, times ``scale``
+    (added to ``into`` when given)."""
+    terms: dict = {} if into is None else into
+    for key in keys:
+        for v, a in parts[key][d].items():
+            terms[v] = terms.get(v, 0.0) + scale * a
+    return terms
+
+
 def _add_load_rows(lp, var, d, parts, kinds, directions, name, overlap: bool) -> None:
     """``var >= load of d`` over the given parts: one row (compute + communication) or, with
     ``overlap``, one row per part (their max)."""
     groups = [[(k, b) for k in kinds for b in directions]] if not overlap else \
         [[(k, b) for b in directions] for k in kinds]
     for i, keys in enumerate(groups):
-        terms: dict = {}
-        for key in keys:
-            for v, a in parts[key][d].items():
-                terms[v] = terms.get(v, 0.0) + a
+        terms = _device_terms(parts, d, keys)
         if terms:
             lp.addConstraint(var >= pulp.LpAffineExpression(terms), f"{name}_{d}_{i}")
 
@@ -195,9 +202,7 @@ def add_objective(lp, prob, allowed, opts: IlpOptions, parts, floor: float = 0.0
         total: dict = {T: 1.0}
         if spread > 0 and load_devices is not None:
             for d in load_devices:
-                for key in parts:
-                    for v, a in parts[key][d].items():
-                        total[v] = total.get(v, 0.0) + spread * a
+                _device_terms(parts, d, parts, spread, into=total)
         lp += pulp.LpAffineExpression(total)
     else:
         F = lp.add_variable("F", lowBound=0)

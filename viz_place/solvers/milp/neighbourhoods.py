@@ -132,13 +132,15 @@ def resolve_subset(prob: CompiledProblem, allowed, dev, subset, *, time_limit: f
 def improve_by_subsets(prob: CompiledProblem, allowed: Sequence[Sequence[int]], dev, *, size: int = LNS_SIZE,
                        max_size: int | None = None, time_limit: float = 30.0, sub_time: float = 10.0, opts=None,
                        cancel: Callable[[], bool] | None = None, target: float = 0.0,
-                       on_better: Callable[[np.ndarray, float], None] | None = None) -> SubsetSearch:
+                       on_better: Callable[[np.ndarray, float], None] | None = None,
+                       spread: float | None = None) -> SubsetSearch:
     """The best placement found by re-solving subsets of ``size`` devices that hold the bottleneck
     (each for at most ``sub_time`` seconds, all within ``time_limit``), growing the subsets by one
     device (up to ``max_size``, default all but one) after a round without improvement. ``opts``: the
     :class:`~viz_place.solvers.milp.max_load.IlpOptions` of the sub-MILPs (back-end, threads;
     default ``ilp-noncontig``'s); ``on_better(dev, max_load)`` is called on each improvement; it
-    stops once the max-load is at most ``target``. A ``dev`` the evaluator rejects (memory, pins)
+    stops once the max-load is at most ``target``. ``spread``: the sub-MILPs' tie-break
+    (:func:`resolve_subset`; default :data:`SPREAD`). A ``dev`` the evaluator rejects (memory, pins)
     is returned unchanged."""
     opts = opts if opts is not None else IlpNoncontigOptions(backend=resolve_backend("auto"), threads=1)
     deadline = time.perf_counter() + time_limit
@@ -171,7 +173,7 @@ def improve_by_subsets(prob: CompiledProblem, allowed: Sequence[Sequence[int]], 
             if stop():
                 break
             new, res, free = resolve_subset(prob, allowed, out.dev, subset, opts=opts, cancel=cancel,
-                                            time_limit=min(sub_time, deadline - time.perf_counter()))
+                                            time_limit=min(sub_time, deadline - time.perf_counter()), spread=spread)
             got = _key(prob, new) if new is not None else None
             kept = got is not None and _better(got[0], out.key)
             out.log.append((round(time.perf_counter() - t0, 3), tuple(sorted(subset)), free, res.status,
@@ -231,10 +233,11 @@ def run_lns(problem, allowed, sym_sets, opts, hooks, *, start: np.ndarray, bound
         return None
     before = problem.value(start)
 
-    last = [time.perf_counter()]      # when the last better placement was found
+    last = time.perf_counter()      # when the last better placement was found
 
     def report(dev, value: float) -> None:
-        last[0] = time.perf_counter()
+        nonlocal last
+        last = time.perf_counter()
         g = gap_of(value, bound)
         gap = f", gap {100 * g:.3g}%" if g is not None else ""
         hooks.report(None, f"re-solving device subsets: best {value:.6g}{gap}", incumbent=value, bound=bound,
@@ -243,7 +246,7 @@ def run_lns(problem, allowed, sym_sets, opts, hooks, *, start: np.ndarray, bound
     def overtime() -> bool:
         """Past ``deadline`` with no better placement for ``idle`` seconds (only with ``extend_to``)."""
         now = time.perf_counter()
-        return extend_to is not None and now > deadline and now - last[0] > idle
+        return extend_to is not None and now > deadline and now - last > idle
     hooks.report(None, f"re-solving device subsets ({LNS_SIZE} devices at a time) from {before:.6g}", force=True)
     until = max(deadline, extend_to) if extend_to is not None else deadline
     out = improve_by_subsets(problem.compiled, allowed, start, size=LNS_SIZE, max_size=max_size,
