@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 
 # the compiled parts (the DP's kernel, the set bound's pricing DP) are built at install (setup.py): a change to
 # their sources reinstalls, so they are rebuilt
-KERNEL_SOURCES := $(wildcard viz_place/solvers/dp/_kernel*.c viz_place/solvers/dp/_kernel*.h viz_place/solvers/milp/_pricing.c)
+KERNEL_SOURCES := $(wildcard viz_place/solvers/dp/_kernel*.c viz_place/solvers/dp/_kernel*.h viz_place/solvers/milp/_pricing*.c viz_place/solvers/milp/_pricing.h)
 
 $(STAMP): pyproject.toml setup.py $(KERNEL_SOURCES)
 	@command -v $(PY) >/dev/null 2>&1 || { echo "error: $(PY) not found; viz_place needs Python 3.11 (set PY=...)" >&2; exit 2; }
