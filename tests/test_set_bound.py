@@ -602,3 +602,43 @@ def test_certified_threshold_finds_where_the_certificate_turns_and_prices_that_p
     nothing = -np.ones(3)           # a certificate below zero everywhere: proves nothing
     assert set_bound.certified_threshold(None, None, nothing, 61.0, 64.0, deadline=time.perf_counter() + 5) == 61.0
     assert len(calls) == 1
+
+
+class _StandInWorker:
+    """What :class:`BesideHooks` asks of a worker: its best bound and placement, nothing more (no process)."""
+
+    def __init__(self, bound: float, value: float, placement) -> None:
+        self.bound, self.proven, self.floor, self.value, self.placement = bound, 0.0, 10.0, value, placement
+
+    def offer(self, value) -> None: ...
+
+    def proven_elsewhere(self, bound) -> None: ...
+
+    def poll(self) -> list:
+        return []
+
+    def settles(self, gap: float) -> bool:
+        return False
+
+
+@pytest.mark.parametrize("dive", [False, True])
+def test_a_phase_report_states_the_run_s_gap_with_the_set_bound_s_figures(dive):
+    """A phase reports its own best and bound (the subset search: against the packing floor); when the set bound
+    proved more (or dived to a better placement), the message says so and gives the gap with those figures —
+    not only the phase's, which once read "gap 5.04%; bound 74.8606 (set-partitioning bound)" for 76.58."""
+    from viz_place.solvers.base import Hooks
+    from viz_place.solvers.milp.backends import progress_data
+    seen = []
+    worker = _StandInWorker(bound=74.8606, value=76.0 if dive else 80.0, placement=np.zeros(3) if dive else None)
+    hooks = BesideHooks(Hooks(seen.append), worker, gap=0.01)
+    hooks.report(None, "re-solving device subsets: best 76.5818, bound 72.905, gap 5.04%", incumbent=76.5818,
+                 bound=72.905, force=True, data=progress_data(1.0, 76.5818, 72.905))
+    p = seen[-1]
+    best = 76.0 if dive else 76.5818
+    assert p.bound == 74.8606 and p.incumbent == best
+    assert p.data["gap"] == pytest.approx(best / 74.8606 - 1)
+    said = f"gap {100 * (best / 74.8606 - 1):.3g}%"
+    assert p.message.endswith(said) and "bound 74.8606 (set-partitioning bound)" in p.message
+    assert ("best 76 (set-partitioning dive)" in p.message) == dive
+    hooks.report(None, "MILP: best 74.9, bound 74.87, gap 0.04%", incumbent=74.9, bound=74.87, force=True)
+    assert seen[-1].message == "MILP: best 74.9, bound 74.87, gap 0.04%" and seen[-1].bound == 74.87   # nothing better

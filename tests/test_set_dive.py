@@ -405,7 +405,7 @@ def test_with_a_gap_the_worker_holds_the_aim_to_the_end_and_probes_its_prices(mo
     neither resists nor dives halfway to the value, however short ``DIVE_AFTER`` and ``RESIST_MIN_S`` — and
     proves lower thresholds meanwhile from its prices only, each probe told the certificate at the aim. (On
     inception_100_s2_training, leaving an aim that resisted, and diving halfway from it, ended at 63.03-63.22;
-    held, the aim 63.372 was refuted after 165 s of column generation: see the README.)"""
+    held, the aim 63.372 was refuted after 165 s of column generation: see docs/proofs.md.)"""
     from viz_place.solvers.milp import set_bound_worker
     seconds, attempts, probes = 1.5, [], []
 

@@ -18,7 +18,7 @@ worse one than it was given.
 
 This is what moves a placement that no single move, swap or kick improves
 (:mod:`.polish`): on ``residual_75_s2_training`` pairs of devices take the
-MILP's incumbent from 46.85 to 46.66 in 17 s (see the README).
+MILP's incumbent from 46.85 to 46.66 in 17 s (see docs/proofs.md).
 
 >>> from viz_place.cost import compile_problem, evaluate_indices
 >>> from viz_place.testing import random_instance
@@ -118,7 +118,7 @@ def resolve_subset(prob: CompiledProblem, allowed, dev, subset, *, time_limit: f
     the subset's total load: among re-placements of (nearly) the same max-load it takes the one with the least
     load in all, mostly less communication, which leaves slack for the next subproblem. (On
     inception_120_s3_training, 70 s of pairs and triples from polished starts ended lower with it in 7 runs of
-    8; see the README's "Ties broken towards less load".)"""
+    8; see "Ties broken towards less load" in docs/proofs.md.)"""
     al = subset_allowed(prob, allowed, dev, subset)
     free = sum(1 for a in al if len(a) > 1)
     lp, x, _ = build_model(prob, al, opts, [], None, load_devices=subset,
@@ -239,7 +239,7 @@ def run_lns(problem, allowed, sym_sets, opts, hooks, *, start: np.ndarray, bound
         nonlocal last
         last = time.perf_counter()
         g = gap_of(value, bound)
-        gap = f", gap {100 * g:.3g}%" if g is not None else ""
+        gap = f", bound {bound:.6g}, gap {100 * g:.3g}%" if g is not None else ""      # as the MILP's progress says it
         hooks.report(None, f"re-solving device subsets: best {value:.6g}{gap}", incumbent=value, bound=bound,
                      force=True, data=progress_data(hooks.elapsed, value, bound))
 

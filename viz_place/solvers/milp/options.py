@@ -21,7 +21,7 @@ SET_PIPELINE, SET_CONVEX, SET_ANY = "pipeline", "convex", "any"
 #: ``set_bound`` left at none: in a process beside the integer program for time limits of at least
 #: SET_BOUND_BESIDE_MIN_S seconds (with a second core); else after it, in SET_BOUND_AUTO_SHARE of time limits
 #: of at least SET_BOUND_AUTO_MIN_S seconds (below, it rarely gets far enough to settle a gap, and its time
-#: would come out of the integer program's; see the README's "Proofs for non-contiguous max-load").
+#: would come out of the integer program's; see "Why the set bound runs beside" in docs/proofs.md).
 SET_BOUND_BESIDE_MIN_S, SET_BOUND_AUTO_SHARE, SET_BOUND_AUTO_MIN_S = 60.0, 0.55, 300.0
 #: ``lns`` left at none: its share, and its share when the set-partitioning bound runs.
 LNS_AUTO_SHARE, LNS_AUTO_SHARE_WITH_SET_BOUND = 0.3, 0.15

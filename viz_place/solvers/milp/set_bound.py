@@ -81,7 +81,7 @@ def refute(types: list[DeviceType], sources: Sources, T: float, *, pricers: list
     Each round first tries cheap columns: the local search's; when it finds none, and with ``exact`` and
     ``beam_rounds``, the beam run of each type's pricing DP alone at the master's prices (up to
     :data:`~.set_pricing.SETS_PER_CALL` sets each; refuting 98.874 on inception_120_s3_training took 450-467 s
-    before, 106-551 s after in four runs of five, the paths being chaotic; see the README). Only when neither
+    before, 106-551 s after in four runs of five, the paths being chaotic; see docs/proofs.md). Only when neither
     adds a column does a round price for a certificate. With ``exact`` (one :class:`ExactPricer` per type), that round
     prices exactly (the label DP, given up to ``pricing_limit``; the MILP ``pricers`` only where it gives up),
     so it is a certificate attempt and adds the best columns; without it the MILPs price with short limits

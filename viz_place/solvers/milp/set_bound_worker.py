@@ -52,6 +52,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ...cost.bounds import gap as gap_of
 from ..base import Hooks
 from .backends import OPTIMALITY_TOL, progress_data
 
@@ -375,15 +376,21 @@ class BesideHooks(Hooks):
         w.offer(kw.get("incumbent"))
         w.proven_elsewhere(kw.get("bound"))
         self._collect()
-        changed = False
+        better = []       # what the worker knows that beats the phase's report, said after the phase's message
         if w.bound > w.floor and (kw.get("bound") is None or kw["bound"] < w.bound):   # the best bound proven
-            kw["bound"], changed = w.bound, True
-            message = f"{message}; bound {w.bound:.6g} (set-partitioning bound)" if message else message
+            kw["bound"] = w.bound
+            better.append(f"bound {w.bound:.6g} (set-partitioning bound)")
         if w.placement is not None and kw.get("incumbent") is not None and kw["incumbent"] > w.value:
-            kw["incumbent"], changed = w.value, True          # the best placement known: the worker's dive
-            message = f"{message}; best {w.value:.6g} (set-partitioning dive)" if message else message
-        if changed and "data" in kw:
-            kw["data"] = progress_data(kw["data"].get("seconds", self.elapsed), kw.get("incumbent"), kw.get("bound"))
+            kw["incumbent"] = w.value          # the best placement known: the worker's dive
+            better.append(f"best {w.value:.6g} (set-partitioning dive)")
+        if better:
+            # the phase's own gap (if its message gives one) is against its own figures: the run's follows them
+            g = gap_of(kw.get("incumbent"), kw.get("bound"))
+            if message:
+                message = f"{message}; {', '.join(better)}" + (f", gap {100 * g:.3g}%" if g is not None else "")
+            if "data" in kw:
+                kw["data"] = progress_data(kw["data"].get("seconds", self.elapsed), kw.get("incumbent"),
+                                           kw.get("bound"))
         super().report(fraction, message, force=force, **kw)
 
 

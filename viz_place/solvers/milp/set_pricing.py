@@ -40,7 +40,7 @@ LABEL_LIMIT = 1 << 22
 #: keeps those with the highest Lagrangian completion bound, and its best set starts the exact DP. On
 #: inception_120_s3_training's accelerators at the prices of 30-120 s of column generation, the beam (0.15 s) came
 #: within 0.1-0.3 % of the maximum, and the exact DP after it took 0.59 s instead of 2.22, 2.64 instead of 4.97
-#: and 6.51 instead of 7.10 (see the README).
+#: and 6.51 instead of 7.10 (see docs/proofs.md).
 BEAM_LABELS = 2000
 
 #: Sets :meth:`ExactPricer.solve` returns at most: the maximum and the best others the beam and the exact run met
@@ -412,7 +412,7 @@ class ExactPricer:
 #: The pattern search over the Lagrangian multipliers (in units of the critical ratios): first step, and the
 #: smallest (it halves the step after a round with no better pair). On residual_75_s2_training's accelerator
 #: pricing at T = 46.2 it takes the root bound from 8.5-9.4 to within 1-2 % of the maximum (7.7-8.3) and
-#: an accelerator's DP from 1.4-3.3 s to 0.34-0.9 s (see the README).
+#: an accelerator's DP from 1.4-3.3 s to 0.34-0.9 s (see docs/proofs.md).
 MULTIPLIER_STEPS = (0.2, 0.01)
 
 
