@@ -219,14 +219,14 @@ def progress_data(seconds: float, incumbent: float | None, bound: float | None) 
             "bound": math.nan if bound is None else float(bound), "gap": math.nan if g is None else g}
 
 
-def progress_text(incumbent: float | None, bound: float | None) -> str:
-    """``MILP: best 12, bound 8, gap 50%`` (the parts known so far).
+def progress_text(incumbent: float | None, bound: float | None, phase: str = "MILP") -> str:
+    """``MILP: best 12, bound 8, gap 50%`` (the parts known so far; ``phase`` names who says it).
 
     >>> progress_text(12.0, 8.0), progress_text(None, 3.0)
     ('MILP: best 12, bound 8, gap 50%', 'MILP: no solution yet, bound 3')
     """
     g = gap_of(incumbent, bound)
-    return "MILP: " + (f"best {incumbent:.6g}" if incumbent is not None else "no solution yet") + \
+    return f"{phase}: " + (f"best {incumbent:.6g}" if incumbent is not None else "no solution yet") + \
         (f", bound {bound:.6g}" if bound is not None else "") + (f", gap {100 * g:.3g}%" if g is not None else "")
 
 

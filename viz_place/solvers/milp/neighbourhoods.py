@@ -41,7 +41,6 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ...cost import evaluate_indices
-from ...cost.bounds import gap as gap_of
 from ...cost.compiled import CompiledProblem
 from ..base import Hooks
 from .assignment import build_model
@@ -226,7 +225,7 @@ def run_lns(problem, allowed, sym_sets, opts, hooks, *, start: np.ndarray, bound
     the incumbent. With ``extend_to`` (later than ``deadline``) it goes on past ``deadline`` while it keeps
     finding better placements, until ``idle`` seconds pass without one or ``extend_to``. Returns
     ``(placement, value)`` when it found a better one (in canonical device order), else ``None``."""
-    from .backends import progress_data
+    from .backends import progress_data, progress_text
     from .symmetry import canonical
     seconds = deadline - time.perf_counter()
     if seconds < 0.5:
@@ -238,9 +237,7 @@ def run_lns(problem, allowed, sym_sets, opts, hooks, *, start: np.ndarray, bound
     def report(dev, value: float) -> None:
         nonlocal last
         last = time.perf_counter()
-        g = gap_of(value, bound)
-        gap = f", bound {bound:.6g}, gap {100 * g:.3g}%" if g is not None else ""      # as the MILP's progress says it
-        hooks.report(None, f"re-solving device subsets: best {value:.6g}{gap}", incumbent=value, bound=bound,
+        hooks.report(None, progress_text(value, bound, "re-solving device subsets"), incumbent=value, bound=bound,
                      force=True, data=progress_data(hooks.elapsed, value, bound))
 
     def overtime() -> bool:

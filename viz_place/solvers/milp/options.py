@@ -60,8 +60,8 @@ class IlpOptions(MilpOptions):
                 "round without gain) exactly, the others fixed (large-neighbourhood search), after the integer "
                 "program when it has not reached the gap (with the set-partitioning bound, up to three quarters of "
                 "it first, on pairs then three devices, before the integer program, and on past that while it "
-                "keeps finding better placements); ilp-noncontig, objective max_load without overlap; 0 = off; none (the default) = 0.3, or 0.15 when the set-partitioning "
-                "bound runs",
+                "keeps finding better placements); ilp-noncontig, objective max_load without overlap; 0 = off; "
+                "none (the default) = 0.3, or 0.15 when the set-partitioning bound runs",
         "min": 0.0, "max": 0.8})
     lns_dive: float = field(default=0.0, metadata={
         "help": "share of the time limit for re-solving device subsets (as lns) from a placement the "
