@@ -16,7 +16,8 @@ setup(ext_modules=[Extension(
     extra_compile_args=["-O3", "-ffp-contract=off", "-std=c11", "-Wall"],
     optional=True), Extension(
     "viz_place.solvers.milp._pricing",
-    sources=["viz_place/solvers/milp/_pricing.c", "viz_place/solvers/milp/_pricing_local.c"],
+    sources=["viz_place/solvers/milp/_pricing.c", "viz_place/solvers/milp/_pricing_tables.c",
+             "viz_place/solvers/milp/_pricing_local.c"],
     depends=["viz_place/solvers/milp/_pricing.h"],
     # no fused multiply-add (as -std=c11 already implies): the local search's loads must be the Python loop's
     extra_compile_args=["-O3", "-ffp-contract=off", "-std=c11", "-Wall"],

@@ -215,7 +215,8 @@ def test_lagrangian_bounds_of_the_pricing_dp_are_the_brute_force_dual_values(see
     multipliers ``(lam, mu) >= 0``, exactly ``max over all sets S (no load or memory row) of pi(S) - lam
     load(S) - mu mem(S) + lam T + mu cap`` — the Lagrangian dual value, so never below the best set that fits.
     Half the instances are small training graphs, whose backward groups put successors before their source
-    in the group order (the statuses with the own group still undecided)."""
+    in the group order (the statuses with the own group still undecided). The pairs are computed in one sweep
+    over the states, each exactly as it would be alone."""
     from viz_place.samples import make_graph
     if seed % 2:
         g = make_graph(("residual", "inception", "transformer")[seed // 2 % 3], 8, seed, training=True)
@@ -244,6 +245,8 @@ def test_lagrangian_bounds_of_the_pricing_dp_are_the_brute_force_dual_values(see
             dual = float(np.max(value - lam[p] * load - mu[p] * mem)) + lam[p] * T + mu[p] * t.capacity
             assert roots[p] == pytest.approx(dual, abs=1e-9), (trial, p, roots[p], dual)
             assert roots[p] >= float(value[fits].max()) - 1e-9
+            # the pairs share one sweep over the states: each pair's table is the one it gets alone, bit for bit
+            assert pricer._roots(pi, T, [lam[p]], [mu[p]])[0] == roots[p]
     assert pricer._roots(pi, T, [0.0], [0.0])[0] == pytest.approx(float(value.max()), abs=1e-9)
 
 

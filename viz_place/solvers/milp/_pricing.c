@@ -22,6 +22,12 @@
  * after the beam), the best sets met on the way are returned too, up to keep of them (every label that has just
  * taken a group, completed by taking no more, is one: each set is met once), as more columns per call.
  * The module's other function, the local search, is in _pricing_local.c.
+ *
+ * price() below: the sources' layout (layout_build), the Lagrangian tables (lagrangian_build, every multiplier
+ * pair in one backward sweep) and the knapsack tables (knapsacks_build), all three in _pricing_tables.c; then
+ * group by group: room for the children (dp_room), the children that may still win (dp_children), exact
+ * dominance (dp_dominance) and, with a beam, the cut to the beam's width (dp_beam); dp_result builds what it
+ * returns.
  */
 #include "_pricing.h"
 #include <math.h>
@@ -30,48 +36,11 @@
 #include <string.h>
 #include <time.h>
 
-enum { U00 = 0, U10 = 1, U01 = 2, IN0 = 3, OUT0 = 4, DONE = 5 };
-
 typedef struct {
     long long state;
     double pi, load, mem;
     long long bi;     /* index of the set's W words in the layer's bit store */
 } Label;
-
-/* status change of one source when a group it touches is decided (y: the group is in the set);
- * *cut is set when the source becomes cut now */
-static int step_status(int s, int own, int y, int *cut) {
-    *cut = 0;
-    if (s == DONE) return DONE;
-    if (own) {
-        if (s == U00) return y ? IN0 : OUT0;
-        if (s == U10) { if (y) return IN0; *cut = 1; return DONE; }
-        if (s == U01) { if (y) { *cut = 1; return DONE; } return OUT0; }
-        return s;   /* cannot happen: the own group is decided once */
-    }
-    switch (s) {
-    case U00: return y ? U10 : U01;
-    case U10: if (y) return U10; *cut = 1; return DONE;
-    case U01: if (y) { *cut = 1; return DONE; } return U01;
-    case IN0: if (y) return IN0; *cut = 1; return DONE;
-    case OUT0: if (y) { *cut = 1; return DONE; } return OUT0;
-    }
-    return s;
-}
-
-/* The Lagrangian tables index a state in base 3, not 6: once open, a source's status is one of three,
- * and which three depends on the position only (its own group decided: IN0, OUT0, DONE; not yet: U10,
- * U01, DONE). 0 = its decided groups are in the set, 1 = out, 2 = cut. */
-static int to3(int s) { return s == IN0 || s == U10 ? 0 : (s == OUT0 || s == U01 ? 1 : 2); }
-static int from3(int c, int own_decided) {
-    return c == 2 ? DONE : (own_decided ? (c == 0 ? IN0 : OUT0) : (c == 0 ? U10 : U01));
-}
-
-/* a Lagrangian completion value: the backward table's entry for a state (*v) plus the multipliers times the
- * room left on the load and memory rows (the memory term only with a memory multiplier) */
-static inline double lag_value(const double *v, double lam, double mu, double load_room, double mem_room) {
-    return *v + lam * load_room + (mu != 0 ? mu * mem_room : 0.0);
-}
 
 /* fractional knapsack bound: items sorted by ratio (prefix sums of weight and value), capacity cap */
 static double knap(const double *pw, const double *pv, int n, double cap) {
@@ -89,12 +58,6 @@ static double knap(const double *pw, const double *pv, int n, double cap) {
     }
     double w = pw[lo + 1] - pw[lo], v = pv[lo + 1] - pv[lo];
     return pv[lo] + (w > 0 ? v * (cap - pw[lo]) / w : v);
-}
-
-typedef struct { double key; int g; } Item;
-static int cmp_item(const void *a, const void *b) {
-    double x = ((const Item *)a)->key, y = ((const Item *)b)->key;
-    return x > y ? -1 : (x < y ? 1 : 0);
 }
 
 /* staircase of kept (load, mem) points within one state: load ascending, mem strictly descending */
@@ -179,6 +142,245 @@ static void sift_down(Cursor *h, int n, int i, const Label *lab) {
     }
 }
 
+/* The label DP's run: the problem, its tables, the two label layers and what it found. */
+typedef struct {
+    int G, W;
+    const double *pi, *work, *gmem, *cost, *lam, *mu;
+    double T, cap, Ttol, captol, enough;
+    const Layout *lay;
+    const Lagrangian *lg;
+    const Knapsacks *kn;
+    int *status, *newst, *mark;     /* scratch over the sources (mark: -1, or the position that touched it last) */
+    double *lagv;                   /* scratch over the multiplier pairs */
+    /* the layers: n_cur labels in cur (their sets in bits_cur), the children in next (bits_next); room for
+     * `room` labels in each store */
+    long long room, n_cur;
+    Label *cur, *next;
+    uint64_t *bits_cur, *bits_next;
+    Pt *stair;
+    Run *runs;
+    Cursor *heap;
+    /* what was found: the best value and set, whether a set was found (beyond the lower bound passed), whether
+     * one worth `enough` stopped the run, the best sets met */
+    double best, tol;
+    uint64_t *best_bits;
+    int best_found, stopped;
+    Pool pool;
+} Dp;
+
+static void dp_free(Dp *d) {
+    free(d->cur); free(d->next); free(d->bits_cur); free(d->bits_next); free(d->stair); free(d->runs); free(d->heap);
+    free(d->best_bits); free(d->pool.val); free(d->pool.bits);
+}
+
+/* Room for every child of the current layer (two per label) in both layers' stores: 0, or -1 beyond `limit`
+ * labels or when memory cannot be had. The first call puts the empty set in the first layer. */
+static int dp_room(Dp *d, long long limit) {
+    if (2 * d->n_cur <= d->room) return 0;
+    long long want = d->room ? d->room : 1024;
+    while (2 * d->n_cur > want) want *= 2;
+    if (want > limit) return -1;
+    const int W = d->W;
+    Label *c2 = realloc(d->cur, sizeof(Label) * want), *n2 = realloc(d->next, sizeof(Label) * want);
+    uint64_t *bc = realloc(d->bits_cur, sizeof(uint64_t) * (size_t)want * W);
+    uint64_t *bn = realloc(d->bits_next, sizeof(uint64_t) * (size_t)want * W);
+    Pt *s2 = realloc(d->stair, sizeof(Pt) * want);
+    Run *r2 = realloc(d->runs, sizeof(Run) * want);
+    Cursor *h2 = realloc(d->heap, sizeof(Cursor) * want);
+    if (c2) d->cur = c2;
+    if (n2) d->next = n2;
+    if (bc) d->bits_cur = bc;
+    if (bn) d->bits_next = bn;
+    if (s2) d->stair = s2;
+    if (r2) d->runs = r2;
+    if (h2) d->heap = h2;
+    if (!c2 || !n2 || !bc || !bn || !s2 || !r2 || !h2) return -1;
+    if (d->room == 0) {   /* the empty set, before any group */
+        d->cur[0].state = 0; d->cur[0].pi = 0; d->cur[0].load = 0; d->cur[0].mem = 0; d->cur[0].bi = 0;
+        memset(d->bits_cur, 0, sizeof(uint64_t) * W);
+    }
+    d->room = want;
+    return 0;
+}
+
+/* The children of layer k-1's labels (deciding group k) that may still beat the best value, into next, state
+ * group by state group of the layer (sorted by state): what a decision does to the sources (the new state, the
+ * communication it cuts, what closing would cut, the Lagrangian completion values) depends on the state only;
+ * each (state, decision) gives one run of children in label order. Every child completed by taking no more
+ * groups is a candidate for the best value (and for the pool). The number of runs, or -1 when a set worth
+ * `enough` stopped the run. */
+static long long dp_children(Dp *d, int k) {
+    const Layout *lay = d->lay;
+    const Lagrangian *lg = d->lg;
+    const int G = d->G, W = d->W, P = lg->P;
+    const double *pi = d->pi, *work = d->work, *gmem = d->gmem, *cost = d->cost, *lam = d->lam, *mu = d->mu;
+    const double Ttol = d->Ttol, captol = d->captol, tol = d->tol;
+    int *status = d->status, *newst = d->newst, *mark = d->mark;
+    const int *tptr = lay->tptr, *tsrc = lay->tsrc, *town = lay->town, *first = lay->first;
+    const int *ob = k ? lay->olist + lay->optr[k - 1] : lay->olist, nb = k ? lay->optr[k] - lay->optr[k - 1] : 0;
+    const int *oa = lay->olist + lay->optr[k], na = lay->optr[k + 1] - lay->optr[k];
+    const int allowed = isfinite(work[k]);
+    for (int e = tptr[k]; e < tptr[k + 1]; e++) mark[tsrc[e]] = k;
+    const double *kw1 = d->kn->pw1 + (size_t)(k + 1) * (G + 1), *kv1 = d->kn->pv1 + (size_t)(k + 1) * (G + 1);
+    const double *kw2 = d->kn->pw2 + (size_t)(k + 1) * (G + 1), *kv2 = d->kn->pv2 + (size_t)(k + 1) * (G + 1);
+    const int nrest = d->kn->nrest[k + 1];
+    const Label *cur = d->cur;
+    long long n_next = 0, n_runs = 0;
+    for (long long a0 = 0, a1; a0 < d->n_cur; a0 = a1) {
+        a1 = a0 + 1;
+        while (a1 < d->n_cur && cur[a1].state == cur[a0].state) a1++;
+        long long code = cur[a0].state;
+        for (int j = 0; j < nb; j++) { status[ob[j]] = (int)(code % 6); code /= 6; }
+        for (int y = 0; y <= 1; y++) {
+            if (y && !allowed) continue;
+            double dload = y ? work[k] : 0.0, dmem = y ? gmem[k] : 0.0, dpi = y ? pi[k] : 0.0;
+            for (int e = tptr[k]; e < tptr[k + 1]; e++) {
+                int i = tsrc[e], cut;
+                newst[i] = step_status(first[i] == k ? U00 : status[i], town[e], y, &cut);
+                if (cut) dload += cost[i];
+            }
+            long long state = 0, state3 = 0;
+            double close = 0.0;   /* what leaving every group still to come out would cut */
+            for (int j = na - 1; j >= 0; j--) {
+                int i = oa[j];
+                int st_ = mark[i] == k ? newst[i] : status[i];
+                state = state * 6 + st_;
+                state3 = state3 * 3 + to3(st_);
+                if (st_ == IN0 || st_ == U10) close += cost[i];
+            }
+            for (int p = 0; p < P; p++)   /* room for the whole row; the label's load and mem come off below */
+                d->lagv[p] = lag_bound(lg, p, k + 1, state3, lam, mu, d->T, d->cap);
+            const long long run_start = n_next;
+            for (long long l = a0; l < a1; l++) {
+                const Label *L = cur + l;
+                double mem = L->mem + dmem;
+                if (y && mem > captol) continue;
+                double load = L->load + dload;
+                if (load > Ttol) continue;
+                double pv = L->pi + dpi;
+                int cut_off = 0;
+                for (int p = 0; p < P && !cut_off; p++)
+                    if (pv + d->lagv[p] - lam[p] * load - (mu[p] != 0 ? mu[p] * mem : 0.0) < d->best - tol) cut_off = 1;
+                if (cut_off) continue;
+                /* what the groups still to come can add (communication only adds load: ignored) */
+                double ub = fmin(knap(kw1, kv1, nrest, d->T - load), knap(kw2, kv2, nrest, d->cap - mem));
+                if (pv + ub < d->best - tol) continue;
+                Label *N = d->next + n_next;
+                N->state = state; N->pi = pv; N->load = load; N->mem = mem; N->bi = n_next;
+                uint64_t *nb_ = d->bits_next + (size_t)n_next * W;
+                const uint64_t *pb = d->bits_cur + (size_t)L->bi * W;
+                for (int w = 0; w < W; w++) nb_[w] = pb[w];
+                if (y) nb_[k / 64] |= (uint64_t)1 << (k % 64);
+                n_next++;
+                if (pv > d->best && load + close <= Ttol) {   /* this set, completed by no more groups */
+                    d->best = pv; d->best_found = 1;
+                    for (int w = 0; w < W; w++) d->best_bits[w] = nb_[w];
+                    if (d->best >= d->enough) { d->stopped = 1; return -1; }
+                }
+                if (d->pool.keep > 1 && y && pv > 0 && load + close <= Ttol) pool_offer(&d->pool, pv, nb_);
+            }
+            if (n_next > run_start) {
+                d->runs[n_runs].state = state; d->runs[n_runs].start = run_start; d->runs[n_runs].len = n_next - run_start;
+                n_runs++;
+            }
+        }
+    }
+    return n_runs;
+}
+
+/* Exact dominance within each state: its runs of children merged by pi (desc), a label is kept unless a kept one
+ * has load <= and mem <= (the kept ones' (load, mem) staircase answers that); the kept labels go to the consumed
+ * layer's array (cur), which becomes the new layer. The number kept. */
+static long long dp_dominance(Dp *d, long long n_runs) {
+    Run *runs = d->runs;
+    Cursor *heap = d->heap;
+    qsort(runs, n_runs, sizeof(Run), cmp_run);
+    long long kept = 0;
+    for (long long r0 = 0, r1; r0 < n_runs; r0 = r1) {
+        r1 = r0 + 1;
+        while (r1 < n_runs && runs[r1].state == runs[r0].state) r1++;
+        int nh = 0, ns = 0;
+        for (long long r = r0; r < r1; r++) {
+            heap[nh].at = runs[r].start; heap[nh].end = runs[r].start + runs[r].len; nh++;
+        }
+        for (int i = nh / 2 - 1; i >= 0; i--) sift_down(heap, nh, i, d->next);
+        while (nh > 0) {
+            const Label *x = d->next + heap[0].at;
+            if (!dominated(d->stair, ns, x->load, x->mem)) {
+                ns = insert_pt(d->stair, ns, x->load, x->mem);
+                d->cur[kept++] = *x;
+            }
+            if (++heap[0].at == heap[0].end) heap[0] = heap[--nh];
+            sift_down(heap, nh, 0, d->next);
+        }
+    }
+    return kept;
+}
+
+/* A beam (a heuristic, not exact): of the `kept` labels of the new layer after position k, the `beam` with the
+ * highest completion bound, in the layer's order (by state, label order within it). The new count, or -1 when
+ * memory cannot be had. */
+static long long dp_beam(Dp *d, int k, long long kept, long long beam) {
+    const Lagrangian *lg = d->lg;
+    const int na = d->lay->optr[k + 1] - d->lay->optr[k];
+    Item *sc = malloc(sizeof(Item) * (size_t)kept);
+    Label *chosen = malloc(sizeof(Label) * (size_t)beam);
+    if (!sc || !chosen) { free(sc); free(chosen); return -1; }
+    for (long long l = 0; l < kept; l++) {
+        const Label *L = d->cur + l;
+        double bound = L->pi;
+        if (lg->P > 0) {
+            long long code = L->state, s3 = 0, mult = 1;
+            for (int j = 0; j < na; j++) { s3 += to3((int)(code % 6)) * mult; code /= 6; mult *= 3; }
+            double m = INFINITY;
+            for (int p = 0; p < lg->P; p++) {
+                double v = lag_bound(lg, p, k + 1, s3, d->lam, d->mu, d->T - L->load, d->cap - L->mem);
+                if (v < m) m = v;
+            }
+            bound += m;
+        }
+        sc[l].key = bound;
+        sc[l].g = (int)l;
+    }
+    qsort(sc, (size_t)kept, sizeof(Item), cmp_item);
+    for (long long l = 0; l < beam; l++) chosen[l] = d->cur[sc[l].g];
+    qsort(chosen, (size_t)beam, sizeof(Label), cmp_state_label);
+    memcpy(d->cur, chosen, sizeof(Label) * (size_t)beam);
+    free(sc); free(chosen);
+    return beam;
+}
+
+/* (best, set bytes, found, labels, widest layer, root bound, the pool's sets best first (G bytes each), stopped) */
+static PyObject *dp_result(Dp *d, long long total_labels, long long widest, double root) {
+    const int G = d->G, W = d->W;
+    Pool *pool = &d->pool;
+    PyObject *set = PyBytes_FromStringAndSize(NULL, G);
+    if (!set) return NULL;
+    char *p = PyBytes_AS_STRING(set);
+    for (int g = 0; g < G; g++) p[g] = d->best_found ? (char)((d->best_bits[g / 64] >> (g % 64)) & 1) : 0;
+    PyObject *more = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)pool->n * G);
+    if (!more) { Py_DECREF(set); return NULL; }
+    char *q = PyBytes_AS_STRING(more);
+    for (int r = 0; r < pool->n; r++) {     /* selection by value: pool->n is small */
+        int top = r;
+        for (int i = r + 1; i < pool->n; i++) if (pool->val[i] > pool->val[top]) top = i;
+        double tv = pool->val[r]; pool->val[r] = pool->val[top]; pool->val[top] = tv;
+        for (int w = 0; w < W; w++) {
+            uint64_t tb = pool->bits[(size_t)r * W + w];
+            pool->bits[(size_t)r * W + w] = pool->bits[(size_t)top * W + w];
+            pool->bits[(size_t)top * W + w] = tb;
+        }
+        for (int g = 0; g < G; g++) q[(size_t)r * G + g] = (char)((pool->bits[(size_t)r * W + g / 64] >> (g % 64)) & 1);
+    }
+    return Py_BuildValue("(dNiLLdNi)", d->best, set, d->best_found, total_labels, widest, root, more, d->stopped);
+}
+
+static double seconds_since(const struct timespec *start) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (now.tv_sec - start->tv_sec) + 1e-9 * (now.tv_nsec - start->tv_nsec);
+}
+
 static PyObject *price(PyObject *self, PyObject *args) {
     Py_buffer b_pi, b_work, b_mem, b_own, b_cost, b_sptr, b_succ, b_lam, b_mu;
     double cap, T, lb, seconds;
@@ -188,364 +390,90 @@ static PyObject *price(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*dddLy*y*d|Lid", &b_pi, &b_work, &b_mem, &b_own, &b_cost, &b_sptr, &b_succ,
                           &cap, &T, &lb, &limit, &b_lam, &b_mu, &seconds, &beam, &keep, &enough))
         return NULL;
-    struct timespec t_start, t_now;
+    struct timespec t_start;
     clock_gettime(CLOCK_MONOTONIC, &t_start);
     const double *lam = b_lam.buf, *mu = b_mu.buf;
-    int P = (int)(b_lam.len / sizeof(double));
-    PyObject *result = NULL;
+    const int P = (int)(b_lam.len / sizeof(double));
     const double *pi = b_pi.buf, *work = b_work.buf, *gmem = b_mem.buf, *cost = b_cost.buf;
-    const long long *own = b_own.buf, *sptr = b_sptr.buf, *succ = b_succ.buf;
+    const long long *own = b_own.buf;
     const int G = (int)(b_pi.len / sizeof(double)), S = (int)(b_own.len / sizeof(long long));
     const int W = (G + 63) / 64;   /* words per set */
-    const double Ttol = T + 1e-12 * fabs(T) + 1e-12, captol = cap + 1e-12 * fabs(cap) + 1e-12;
-
-    /* sources: first and last group touched; per group, (source, own?) touches */
-    int *first = malloc(sizeof(int) * (S + 1)), *last = malloc(sizeof(int) * (S + 1));
-    int *tptr = calloc(G + 1, sizeof(int));
-    for (int i = 0; i < S; i++) {
-        int f = (int)own[i], l = (int)own[i];
-        tptr[own[i] + 1]++;
-        for (long long e = sptr[i]; e < sptr[i + 1]; e++) {
-            int h = (int)succ[e];
-            if (h < f) f = h;
-            if (h > l) l = h;
-            tptr[h + 1]++;
-        }
-        first[i] = f;
-        last[i] = l;
-    }
-    for (int k = 0; k < G; k++) tptr[k + 1] += tptr[k];
-    int *tsrc = malloc(sizeof(int) * (tptr[G] + 1)), *town = malloc(sizeof(int) * (tptr[G] + 1));
-    int *fill = calloc(G + 1, sizeof(int));
-    for (int i = 0; i < S; i++) {
-        int k = (int)own[i];
-        tsrc[tptr[k] + fill[k]] = i; town[tptr[k] + fill[k]++] = 1;
-        for (long long e = sptr[i]; e < sptr[i + 1]; e++) {
-            k = (int)succ[e];
-            tsrc[tptr[k] + fill[k]] = i; town[tptr[k] + fill[k]++] = 0;
-        }
-    }
-    /* open lists after each position k (sources with first <= k < last), in source order */
-    int *optr = calloc(G + 2, sizeof(int));
-    for (int k = 0; k < G; k++)
-        for (int i = 0; i < S; i++)
-            if (first[i] <= k && k < last[i]) optr[k + 1]++;
-    for (int k = 0; k < G; k++) optr[k + 1] += optr[k];
-    int *olist = malloc(sizeof(int) * (optr[G] + 1));
-    int maxopen = 0;
-    for (int k = 0, at = 0; k < G; k++) {
-        for (int i = 0; i < S; i++)
-            if (first[i] <= k && k < last[i]) olist[at++] = i;
-        if (optr[k + 1] - optr[k] > maxopen) maxopen = optr[k + 1] - optr[k];
-    }
-    /* per position: the groups still to come with positive price, by price per work and per memory */
-    double *pw1 = malloc(sizeof(double) * (size_t)(G + 1) * (G + 1)), *pv1 = malloc(sizeof(double) * (size_t)(G + 1) * (G + 1));
-    double *pw2 = malloc(sizeof(double) * (size_t)(G + 1) * (G + 1)), *pv2 = malloc(sizeof(double) * (size_t)(G + 1) * (G + 1));
-    int *nrest = calloc(G + 1, sizeof(int));
-    Item *items = malloc(sizeof(Item) * (G + 1));
-    int *status = malloc(sizeof(int) * (S + 1)), *newst = malloc(sizeof(int) * (S + 1));
-    int *mark = malloc(sizeof(int) * (S + 1));   /* the small tables; the label layers are checked as they grow */
-    for (int i = 0; i < S; i++) mark[i] = -1;
-    long long cap_labels = 0, n_cur = 1, n_next = 0;
-    Label *cur = NULL, *next = NULL;
-    uint64_t *bits_cur = NULL, *bits_next = NULL, *best_bits = calloc(W, sizeof(uint64_t));
-    Pt *stair = NULL;
-    Run *runs = NULL;
-    Cursor *heap = NULL;
-    double *lagv = malloc(sizeof(double) * (P > 0 ? P : 1));
-    int best_found = 0, gave_up = 0, stopped = 0;   /* stopped: a set worth `enough` was found (not exact) */
-    if (keep < 1) keep = 1;
-    Pool pool = {keep, 0, 0, W, malloc(sizeof(double) * keep), malloc(sizeof(uint64_t) * (size_t)keep * W)};
+    PyObject *result = NULL;
+    int gave_up = 0;
     long long total_labels = 0, widest = 0;
-    double root = INFINITY;
-    double best = lb > 0 ? lb : 0.0;
-    const double tol = 1e-9 * (fabs(best) + 1.0);
-    /* Lagrangian completion bounds: for multipliers (lam, mu) >= 0 on the load and the memory rows,
-     * V[p][k][code] = max over the decisions of groups k.. of sum (pi - lam work - mu mem) - lam * cuts,
-     * from the status code of the sources open before k (communication included, exactly; in base 3, see
-     * to3); a label after group k can then reach at most pi + V[p][k+1][its code] + lam (T - load) + mu (cap - mem). */
-    long long *vptr = NULL;
-    double *V = NULL;
-    if (maxopen > 14) P = 0;   /* 3^14 codes per position at most */
-    if (!isfinite(cap)) for (int p = 0; p < P; p++) if (mu[p] != 0) { P = 0; break; }
-    if (P > 0) {
-        vptr = malloc(sizeof(long long) * (G + 2));
-        vptr[0] = 0;
-        for (int k = 0; k <= G; k++) {
-            int nbk = k ? optr[k] - optr[k - 1] : 0;
-            long long size = 1;
-            for (int j = 0; j < nbk; j++) size *= 3;
-            vptr[k + 1] = vptr[k] + size;
-        }
-        if ((double)P * (double)vptr[G + 1] > (double)(1 << 24)) P = 0;   /* at most 128 MB of tables */
-        V = P > 0 ? malloc(sizeof(double) * (size_t)P * vptr[G + 1]) : NULL;
-        if (V == NULL) P = 0;
-        for (int p = 0; p < P; p++) {
-            double *Vp = V + (size_t)p * vptr[G + 1];
-            for (long long c = vptr[G]; c < vptr[G + 1]; c++) Vp[c] = 0.0;
-            for (int k = G - 1; k >= 0; k--) {
-                const int *obk = k ? olist + optr[k - 1] : olist, nbk = k ? optr[k] - optr[k - 1] : 0;
-                const int *oak = olist + optr[k], nak = optr[k + 1] - optr[k];
-                for (int e = tptr[k]; e < tptr[k + 1]; e++) mark[tsrc[e]] = k;
-                const int allowed = isfinite(work[k]);
-                for (long long c = 0; c < vptr[k + 1] - vptr[k]; c++) {
-                    long long code = c;
-                    for (int j = 0; j < nbk; j++) { status[obk[j]] = from3((int)(code % 3), own[obk[j]] < k); code /= 3; }
-                    double bestv = -INFINITY;
-                    for (int y = 0; y <= 1; y++) {
-                        if (y && !allowed) continue;
-                        double v = y ? pi[k] - lam[p] * work[k] - mu[p] * gmem[k] : 0.0;
-                        for (int e = tptr[k]; e < tptr[k + 1]; e++) {
-                            int i = tsrc[e], cut;
-                            newst[i] = step_status(first[i] == k ? U00 : status[i], town[e], y, &cut);
-                            if (cut) v -= lam[p] * cost[i];
-                        }
-                        long long nc = 0;
-                        for (int j = nak - 1; j >= 0; j--) {
-                            int i = oak[j];
-                            nc = nc * 3 + to3(mark[i] == k ? newst[i] : status[i]);
-                        }
-                        v += Vp[vptr[k + 1] + nc];
-                        if (v > bestv) bestv = v;
-                    }
-                    Vp[vptr[k] + c] = bestv;
-                }
-            }
-        }
-        for (int i = 0; i < S; i++) mark[i] = -1;
-        for (int p = 0; p < P; p++) {
-            double r = V[(size_t)p * vptr[G + 1]] + lam[p] * T + (mu[p] != 0 ? mu[p] * cap : 0.0);
-            if (r < root) root = r;
-        }
-    }
+    Layout lay;
+    Lagrangian lg = {0, NULL, 0, NULL, INFINITY};
+    Knapsacks kn = {NULL, NULL, NULL, NULL, NULL};
+    Dp d;
+    memset(&d, 0, sizeof d);
+    int *cuts = malloc(sizeof(int) * (S + 1));
+    double *bestv = malloc(sizeof(double) * (P > 0 ? P : 1));
+    Item *items = malloc(sizeof(Item) * (G + 1));
+    d.status = malloc(sizeof(int) * (S + 1)); d.newst = malloc(sizeof(int) * (S + 1));
+    d.mark = malloc(sizeof(int) * (S + 1));
+    d.lagv = malloc(sizeof(double) * (P > 0 ? P : 1));
+    if (layout_build(&lay, G, S, own, b_sptr.buf, b_succ.buf) || !cuts || !bestv || !items || !d.status || !d.newst ||
+        !d.mark || !d.lagv) { gave_up = 1; goto finish; }    /* no memory: the caller prices otherwise */
+    for (int i = 0; i < S; i++) d.mark[i] = -1;
+    lagrangian_build(&lg, &lay, G, S, P, pi, work, gmem, cost, own, lam, mu, T, cap, d.status, d.newst, d.mark, cuts,
+                     bestv);
     if (limit <= 0) {   /* the Lagrangian bounds alone (min over the multipliers; one per multiplier after it) */
-        result = PyTuple_New(P + 1);
+        result = PyTuple_New(lg.P + 1);
         if (result) {
-            PyTuple_SET_ITEM(result, 0, PyFloat_FromDouble(root));
-            for (int p = 0; p < P; p++)
-                PyTuple_SET_ITEM(result, p + 1, PyFloat_FromDouble(V[(size_t)p * vptr[G + 1]] + lam[p] * T +
-                                                                   (mu[p] != 0 ? mu[p] * cap : 0.0)));
+            PyTuple_SET_ITEM(result, 0, PyFloat_FromDouble(lg.root));
+            for (int p = 0; p < lg.P; p++)
+                PyTuple_SET_ITEM(result, p + 1, PyFloat_FromDouble(lag_bound(&lg, p, 0, 0, lam, mu, T, cap)));
         }
         goto cleanup;
     }
-    if (maxopen > 24) { gave_up = 1; goto finish; }   /* 6^24 would overflow the state number */
-    if (lagv == NULL || pool.val == NULL || pool.bits == NULL) { gave_up = 1; goto finish; }   /* no memory */
-    for (int k = 0; k <= G; k++) {
-        int n = 0;
-        for (int g = k; g < G; g++)
-            if (pi[g] > 0 && isfinite(work[g]) && gmem[g] <= captol) {
-                items[n].key = work[g] > 0 ? pi[g] / work[g] : INFINITY;
-                items[n++].g = g;
-            }
-        qsort(items, n, sizeof(Item), cmp_item);
-        double *a = pw1 + (size_t)k * (G + 1), *v = pv1 + (size_t)k * (G + 1);
-        a[0] = v[0] = 0;
-        for (int j = 0; j < n; j++) { a[j + 1] = a[j] + fmax(0.0, work[items[j].g]); v[j + 1] = v[j] + pi[items[j].g]; }
-        for (int j = 0; j < n; j++) items[j].key = gmem[items[j].g] > 0 ? pi[items[j].g] / gmem[items[j].g] : INFINITY;
-        qsort(items, n, sizeof(Item), cmp_item);
-        a = pw2 + (size_t)k * (G + 1); v = pv2 + (size_t)k * (G + 1);
-        a[0] = v[0] = 0;
-        for (int j = 0; j < n; j++) { a[j + 1] = a[j] + fmax(0.0, gmem[items[j].g]); v[j + 1] = v[j] + pi[items[j].g]; }
-        nrest[k] = n;
+    if (lay.maxopen > 24) { gave_up = 1; goto finish; }   /* 6^24 would overflow the state number */
+    if (keep < 1) keep = 1;
+    d.G = G; d.W = W; d.pi = pi; d.work = work; d.gmem = gmem; d.cost = cost; d.lam = lam; d.mu = mu;
+    d.T = T; d.cap = cap; d.enough = enough;
+    d.Ttol = T + 1e-12 * fabs(T) + 1e-12; d.captol = cap + 1e-12 * fabs(cap) + 1e-12;
+    d.lay = &lay; d.lg = &lg; d.kn = &kn;
+    d.n_cur = 1;
+    d.best = lb > 0 ? lb : 0.0;
+    d.tol = 1e-9 * (fabs(d.best) + 1.0);
+    d.best_bits = calloc(W, sizeof(uint64_t));
+    d.pool = (Pool){keep, 0, 0, W, malloc(sizeof(double) * keep), malloc(sizeof(uint64_t) * (size_t)keep * W)};
+    if (!d.best_bits || !d.pool.val || !d.pool.bits || knapsacks_build(&kn, G, pi, work, gmem, d.captol, items)) {
+        gave_up = 1;   /* no memory */
+        goto finish;
     }
     for (int k = 0; k < G; k++) {
-        clock_gettime(CLOCK_MONOTONIC, &t_now);
-        if ((t_now.tv_sec - t_start.tv_sec) + 1e-9 * (t_now.tv_nsec - t_start.tv_nsec) > seconds) {
-            gave_up = 1;   /* out of time: the caller prices otherwise */
+        if (seconds_since(&t_start) > seconds || dp_room(&d, limit)) {
+            gave_up = 1;   /* out of time, beyond the label limit or out of memory: the caller prices otherwise */
             goto finish;
         }
-        if (2 * n_cur > cap_labels) {   /* room for every child of this layer, in both layers' stores */
-            long long want = cap_labels ? cap_labels : 1024;
-            while (2 * n_cur > want) want *= 2;
-            if (want > limit) { gave_up = 1; goto finish; }
-            Label *c2 = realloc(cur, sizeof(Label) * want), *n2 = realloc(next, sizeof(Label) * want);
-            uint64_t *bc = realloc(bits_cur, sizeof(uint64_t) * (size_t)want * W);
-            uint64_t *bn = realloc(bits_next, sizeof(uint64_t) * (size_t)want * W);
-            Pt *s2 = realloc(stair, sizeof(Pt) * want);
-            Run *r2 = realloc(runs, sizeof(Run) * want);
-            Cursor *h2 = realloc(heap, sizeof(Cursor) * want);
-            if (c2) cur = c2;
-            if (n2) next = n2;
-            if (bc) bits_cur = bc;
-            if (bn) bits_next = bn;
-            if (s2) stair = s2;
-            if (r2) runs = r2;
-            if (h2) heap = h2;
-            if (!c2 || !n2 || !bc || !bn || !s2 || !r2 || !h2) { gave_up = 1; goto finish; }
-            if (cap_labels == 0) {   /* the empty set, before any group */
-                cur[0].state = 0; cur[0].pi = 0; cur[0].load = 0; cur[0].mem = 0; cur[0].bi = 0;
-                memset(bits_cur, 0, sizeof(uint64_t) * W);
-            }
-            cap_labels = want;
-        }
-        const int *ob = k ? olist + optr[k - 1] : olist, nb = k ? optr[k] - optr[k - 1] : 0;
-        const int *oa = olist + optr[k], na = optr[k + 1] - optr[k];
-        const int allowed = isfinite(work[k]);
-        for (int e = tptr[k]; e < tptr[k + 1]; e++) mark[tsrc[e]] = k;
-        const double *kw1 = pw1 + (size_t)(k + 1) * (G + 1), *kv1 = pv1 + (size_t)(k + 1) * (G + 1);
-        const double *kw2 = pw2 + (size_t)(k + 1) * (G + 1), *kv2 = pv2 + (size_t)(k + 1) * (G + 1);
-        /* children, state group by state group of the layer (sorted by state): what a decision does to the
-         * sources (the new state, the communication it cuts, what closing would cut, the Lagrangian
-         * completion values) depends on the state only; each (state, decision) gives one run of children in
-         * label order */
-        n_next = 0;
-        long long n_runs = 0;
-        for (long long a0 = 0, a1; a0 < n_cur; a0 = a1) {
-            a1 = a0 + 1;
-            while (a1 < n_cur && cur[a1].state == cur[a0].state) a1++;
-            long long code = cur[a0].state;
-            for (int j = 0; j < nb; j++) { status[ob[j]] = (int)(code % 6); code /= 6; }
-            for (int y = 0; y <= 1; y++) {
-                if (y && !allowed) continue;
-                double dload = y ? work[k] : 0.0, dmem = y ? gmem[k] : 0.0, dpi = y ? pi[k] : 0.0;
-                for (int e = tptr[k]; e < tptr[k + 1]; e++) {
-                    int i = tsrc[e], cut;
-                    newst[i] = step_status(first[i] == k ? U00 : status[i], town[e], y, &cut);
-                    if (cut) dload += cost[i];
-                }
-                long long state = 0, state3 = 0;
-                double close = 0.0;   /* what leaving every group still to come out would cut */
-                for (int j = na - 1; j >= 0; j--) {
-                    int i = oa[j];
-                    int st_ = mark[i] == k ? newst[i] : status[i];
-                    state = state * 6 + st_;
-                    state3 = state3 * 3 + to3(st_);
-                    if (st_ == IN0 || st_ == U10) close += cost[i];
-                }
-                for (int p = 0; p < P; p++)   /* room for the whole row; the label's load and mem come off below */
-                    lagv[p] = lag_value(V + (size_t)p * vptr[G + 1] + vptr[k + 1] + state3, lam[p], mu[p], T, cap);
-                const long long run_start = n_next;
-                for (long long l = a0; l < a1; l++) {
-                    const Label *L = cur + l;
-                    double mem = L->mem + dmem;
-                    if (y && mem > captol) continue;
-                    double load = L->load + dload;
-                    if (load > Ttol) continue;
-                    double pv = L->pi + dpi;
-                    int cut_off = 0;
-                    for (int p = 0; p < P && !cut_off; p++)
-                        if (pv + lagv[p] - lam[p] * load - (mu[p] != 0 ? mu[p] * mem : 0.0) < best - tol) cut_off = 1;
-                    if (cut_off) continue;
-                    /* what the groups still to come can add (communication only adds load: ignored) */
-                    double ub = fmin(knap(kw1, kv1, nrest[k + 1], T - load), knap(kw2, kv2, nrest[k + 1], cap - mem));
-                    if (pv + ub < best - tol) continue;
-                    Label *N = next + n_next;
-                    N->state = state; N->pi = pv; N->load = load; N->mem = mem; N->bi = n_next;
-                    uint64_t *nb_ = bits_next + (size_t)n_next * W;
-                    const uint64_t *pb = bits_cur + (size_t)L->bi * W;
-                    for (int w = 0; w < W; w++) nb_[w] = pb[w];
-                    if (y) nb_[k / 64] |= (uint64_t)1 << (k % 64);
-                    n_next++;
-                    if (pv > best && load + close <= Ttol) {   /* this set, completed by no more groups */
-                        best = pv; best_found = 1;
-                        for (int w = 0; w < W; w++) best_bits[w] = nb_[w];
-                        if (best >= enough) { stopped = 1; goto finish; }
-                    }
-                    if (keep > 1 && y && pv > 0 && load + close <= Ttol) pool_offer(&pool, pv, nb_);
-                }
-                if (n_next > run_start) {
-                    runs[n_runs].state = state; runs[n_runs].start = run_start; runs[n_runs].len = n_next - run_start;
-                    n_runs++;
-                }
-            }
-        }
-        /* exact dominance within each state: its runs merged by pi (desc), a label is kept unless a kept one
-         * has load <= and mem <= (the kept ones' (load, mem) staircase answers that); the kept labels go to
-         * the consumed layer's array, which becomes the new layer */
-        qsort(runs, n_runs, sizeof(Run), cmp_run);
-        long long kept = 0;
-        for (long long r0 = 0, r1; r0 < n_runs; r0 = r1) {
-            r1 = r0 + 1;
-            while (r1 < n_runs && runs[r1].state == runs[r0].state) r1++;
-            int nh = 0, ns = 0;
-            for (long long r = r0; r < r1; r++) {
-                heap[nh].at = runs[r].start; heap[nh].end = runs[r].start + runs[r].len; nh++;
-            }
-            for (int i = nh / 2 - 1; i >= 0; i--) sift_down(heap, nh, i, next);
-            while (nh > 0) {
-                const Label *x = next + heap[0].at;
-                if (!dominated(stair, ns, x->load, x->mem)) {
-                    ns = insert_pt(stair, ns, x->load, x->mem);
-                    cur[kept++] = *x;
-                }
-                if (++heap[0].at == heap[0].end) heap[0] = heap[--nh];
-                sift_down(heap, nh, 0, next);
-            }
-        }
-        if (beam > 0 && kept > beam) {
-            /* a beam (a heuristic, not exact): the beam labels with the highest completion bound, in the layer's
-             * order (by state, label order within it) */
-            Item *sc = malloc(sizeof(Item) * (size_t)kept);
-            Label *keep = malloc(sizeof(Label) * (size_t)beam);
-            if (!sc || !keep) { free(sc); free(keep); gave_up = 1; goto finish; }
-            for (long long l = 0; l < kept; l++) {
-                double bound = cur[l].pi;
-                if (P > 0) {
-                    long long code = cur[l].state, s3 = 0, mult = 1;
-                    for (int j = 0; j < na; j++) { s3 += to3((int)(code % 6)) * mult; code /= 6; mult *= 3; }
-                    double m = INFINITY;
-                    for (int p = 0; p < P; p++) {
-                        double v = lag_value(V + (size_t)p * vptr[G + 1] + vptr[k + 1] + s3, lam[p], mu[p],
-                                             T - cur[l].load, cap - cur[l].mem);
-                        if (v < m) m = v;
-                    }
-                    bound += m;
-                }
-                sc[l].key = bound;
-                sc[l].g = (int)l;
-            }
-            qsort(sc, (size_t)kept, sizeof(Item), cmp_item);
-            for (long long l = 0; l < beam; l++) keep[l] = cur[sc[l].g];
-            qsort(keep, (size_t)beam, sizeof(Label), cmp_state_label);
-            memcpy(cur, keep, sizeof(Label) * (size_t)beam);
-            kept = beam;
-            free(sc); free(keep);
-        }
-        uint64_t *tb = bits_cur; bits_cur = bits_next; bits_next = tb;
-        n_cur = kept;
+        long long n_runs = dp_children(&d, k);
+        if (n_runs < 0) goto finish;      /* a set worth `enough` */
+        long long kept = dp_dominance(&d, n_runs);
+        if (beam > 0 && kept > beam && (kept = dp_beam(&d, k, kept, beam)) < 0) { gave_up = 1; goto finish; }
+        uint64_t *tb = d.bits_cur; d.bits_cur = d.bits_next; d.bits_next = tb;
+        d.n_cur = kept;
         total_labels += kept;
         if (kept > widest) widest = kept;
-        if (n_cur == 0) break;
+        if (d.n_cur == 0) break;
     }
 finish:
     if (gave_up) {
         Py_INCREF(Py_None);
         result = Py_None;
-    } else {
-        PyObject *set = PyBytes_FromStringAndSize(NULL, G);
-        if (set) {
-            char *p = PyBytes_AS_STRING(set);
-            for (int g = 0; g < G; g++) p[g] = best_found ? (char)((best_bits[g / 64] >> (g % 64)) & 1) : 0;
-            /* the pool's sets, best first, G bytes each */
-            PyObject *more = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)pool.n * G);
-            if (more) {
-                char *q = PyBytes_AS_STRING(more);
-                for (int r = 0; r < pool.n; r++) {     /* selection by value: pool.n is small */
-                    int top = r;
-                    for (int i = r + 1; i < pool.n; i++) if (pool.val[i] > pool.val[top]) top = i;
-                    double tv = pool.val[r]; pool.val[r] = pool.val[top]; pool.val[top] = tv;
-                    for (int w = 0; w < W; w++) {
-                        uint64_t tb = pool.bits[(size_t)r * W + w];
-                        pool.bits[(size_t)r * W + w] = pool.bits[(size_t)top * W + w];
-                        pool.bits[(size_t)top * W + w] = tb;
-                    }
-                    for (int g = 0; g < G; g++) q[(size_t)r * G + g] = (char)((pool.bits[(size_t)r * W + g / 64] >> (g % 64)) & 1);
-                }
-                result = Py_BuildValue("(dNiLLdNi)", best, set, best_found, total_labels, widest, root, more, stopped);
-            } else Py_DECREF(set);
-        }
-    }
+    } else
+        result = dp_result(&d, total_labels, widest, lg.root);
 cleanup:
-    free(V); free(vptr);
-    free(mark); free(first); free(last); free(tptr); free(tsrc); free(town); free(fill); free(optr); free(olist);
-    free(pw1); free(pv1); free(pw2); free(pv2); free(nrest); free(items); free(status); free(newst);
-    free(cur); free(next); free(bits_cur); free(bits_next); free(best_bits); free(stair); free(runs); free(heap);
-    free(lagv); free(pool.val); free(pool.bits);
+    free(lg.V); free(lg.vptr);
+    layout_free(&lay);
+    knapsacks_free(&kn);
+    dp_free(&d);
+    free(d.status); free(d.newst); free(d.mark); free(d.lagv); free(cuts); free(bestv); free(items);
     PyBuffer_Release(&b_pi); PyBuffer_Release(&b_work); PyBuffer_Release(&b_mem); PyBuffer_Release(&b_own);
     PyBuffer_Release(&b_cost); PyBuffer_Release(&b_sptr); PyBuffer_Release(&b_succ);
     PyBuffer_Release(&b_lam); PyBuffer_Release(&b_mu);
     return result;
 }
+
 
 static PyMethodDef methods[] = {
     {"price", price, METH_VARARGS,
