@@ -251,6 +251,49 @@ def test_lagrangian_bounds_of_the_pricing_dp_are_the_brute_force_dual_values(see
 
 
 @pytest.mark.skipif(not _pricing_dp_built(), reason="the pricing DP's extension was not built (no C compiler)")
+@pytest.mark.parametrize("graph", [("transformer", 40, 3, True), ("inception", 30, 1, False), ("residual", 24, 2, True)])
+def test_the_batched_multiplier_search_ends_where_the_stepwise_one_does(graph):
+    """The pattern search over the Lagrangian multipliers prices the moves of every remaining step in one
+    compiled call; it must take the same moves as one step at a time — from a cold start, from a warm one
+    (the last call's pair), with and without a memory multiplier — and it does take fewer calls."""
+    from viz_place.samples import make_graph
+    from viz_place.solvers.milp.set_pricing import _critical_ratio
+    g = make_graph(graph[0], graph[1], graph[2], training=graph[3])
+    prob = compile_problem(g, g.default_cluster)
+    sources = Sources.of(prob)
+    t = next(t for t in device_types(prob, allowed_devices(prob, {})) if t.pay)
+    rng = np.random.default_rng(graph[2])
+    T = 0.3 * float(t.work[np.isfinite(t.work)].sum())
+    batched, stepwise = ExactPricer(t, sources), ExactPricer(t, sources)
+    calls = {"batched": 0, "stepwise": 0}
+    for name, pricer in (("batched", batched), ("stepwise", stepwise)):
+        roots = pricer._roots
+
+        def counted(*args, _name=name, _roots=roots):
+            calls[_name] += 1
+            return _roots(*args)
+        pricer._roots = counted
+    searched = 0
+    for trial in range(12):
+        pi = rng.uniform(-0.2, 1.0, len(t.mem))
+        ok = np.isfinite(t.work) & (pi > 0)
+        lam0 = _critical_ratio(pi[ok], t.work[ok], T)
+        mu0 = _critical_ratio(pi[ok], t.mem[ok], t.capacity) if trial % 3 and np.isfinite(t.capacity) else 0.0
+        if lam0 <= 0:
+            continue
+        if trial % 4 == 0:
+            batched._ab = stepwise._ab = None      # a cold start now and then
+        start = stepwise._ab if stepwise._ab is not None else (0.75, 0.25 if mu0 > 0 else 0.0)
+        assert batched._ab == stepwise._ab
+        got = batched._search_multipliers(pi, T, lam0, mu0)
+        want = stepwise._search_stepwise(pi, T, lam0, mu0, *start)
+        assert got == want and batched._ab == stepwise._ab, (trial, got, want)
+        searched += 1
+    assert searched >= 8
+    assert calls["batched"] < calls["stepwise"], calls
+
+
+@pytest.mark.skipif(not _pricing_dp_built(), reason="the pricing DP's extension was not built (no C compiler)")
 def test_exact_pricing_returns_several_columns_that_fit():
     """Besides the maximum, the pricing hands back up to ``keep - 1`` other sets (the best its beam and exact
     runs met): on a generated training graph, with and without the beam, several distinct sets, each within
