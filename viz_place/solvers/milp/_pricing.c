@@ -463,7 +463,7 @@ finish:
     } else
         result = dp_result(&d, total_labels, widest, lg.root);
 cleanup:
-    free(lg.V); free(lg.vptr);
+    lagrangian_free(&lg);
     layout_free(&lay);
     knapsacks_free(&kn);
     dp_free(&d);
@@ -473,7 +473,6 @@ cleanup:
     PyBuffer_Release(&b_lam); PyBuffer_Release(&b_mu);
     return result;
 }
-
 
 static PyMethodDef methods[] = {
     {"price", price, METH_VARARGS,

@@ -94,6 +94,7 @@ void lagrangian_build(Lagrangian *lg, const Layout *lay, int G, int S, int P, co
                       const double *work, const double *gmem, const double *cost, const long long *own,
                       const double *lam, const double *mu, double T, double cap, int *status, int *newst,
                       int *mark, int *cuts, double *bestv);
+void lagrangian_free(Lagrangian *lg);
 
 /* Per position k, the groups still to come (k..) with a positive price that fit in memory, sorted by price per
  * work (pw1, pv1: prefix sums of work and price) and by price per memory (pw2, pv2), nrest[k] of them: the

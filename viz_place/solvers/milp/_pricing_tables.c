@@ -123,6 +123,8 @@ void lagrangian_build(Lagrangian *lg, const Layout *lay, int G, int S, int P, co
     }
 }
 
+void lagrangian_free(Lagrangian *lg) { free(lg->V); free(lg->vptr); }
+
 void knapsacks_free(Knapsacks *kn) { free(kn->pw1); free(kn->pv1); free(kn->pw2); free(kn->pv2); free(kn->nrest); }
 
 int knapsacks_build(Knapsacks *kn, int G, const double *pi, const double *work, const double *gmem, double captol,

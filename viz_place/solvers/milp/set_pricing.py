@@ -30,6 +30,7 @@ from typing import Sequence
 import numpy as np
 
 from ...cost.compiled import CompiledProblem
+from .set_multipliers import search, search_stepwise
 
 #: Pricing upper bounds are inflated by this relative amount (HiGHS's own tolerances).
 PRICING_SLACK = 1e-7
@@ -356,7 +357,7 @@ class ExactPricer:
         """Multipliers for the DP's Lagrangian completion bounds. Any non-negative values give valid bounds
         (so this changes the time, never the result); tight ones prune far more labels. In units of the
         critical price per unit of work (``lam0``, of the fractional knapsack of the positive prices within
-        ``T``) and per unit of memory (``mu0``): a pattern search (:data:`MULTIPLIER_STEPS`) for the pair
+        ``T``) and per unit of memory (``mu0``): a pattern search (:mod:`.set_multipliers`) for the pair
         whose bound on the whole problem is smallest, started from the last call's (prices change little
         from round to round), then that pair and four around it. Without communication (a knapsack, solved
         in milliseconds) or when the DP keeps no completion tables: the fixed mixes of before."""
@@ -386,94 +387,26 @@ class ExactPricer:
         return np.asarray(out[1:]) if out is not None and len(out) == len(lam) + 1 else None
 
     def _search_multipliers(self, pi: np.ndarray, T: float, lam0: float, mu0: float) -> tuple[float, float] | None:
-        """The pattern search of :meth:`_multipliers`: ``(a, b)`` with multipliers ``a * lam0, b * mu0``.
-
-        From the last call's pair, the moves at the first step; the best move is taken when it lowers the bound,
-        else the step halves, down to the smallest (:data:`MULTIPLIER_STEPS`). Each compiled call builds the
-        tables of all its pairs in one sweep over the states, which costs little more than one pair's, so a call
-        asks for the moves at the current step *and* at every smaller one around the same pair (and the pair
-        itself, first): the halvings that follow a move without gain are then already priced. The same pairs are
-        compared in the same order as one step at a time (:meth:`_search_stepwise`, which this falls back to
-        when the batch is too large for the tables), so the same pair comes out."""
+        """The pattern search of :meth:`_multipliers` (:func:`.set_multipliers.search`): ``(a, b)`` with
+        multipliers ``a * lam0, b * mu0``, from the last call's pair."""
         a, b = self._ab if self._ab is not None else (0.75, 0.25 if mu0 > 0 else 0.0)
-        steps = _multiplier_steps()
-        best, at = None, 0         # the bound at (a, b); the first step not yet tried around it
-        while at < len(steps):
-            batch = [] if best is not None else [(a, b)]
-            for step in steps[at:]:
-                batch += _moves(a, b, step, mu0 > 0)
-            got = self._roots(pi, T, [x * lam0 for x, _ in batch], [y * mu0 for _, y in batch])
-            if got is None:
-                return self._search_stepwise(pi, T, lam0, mu0, a, b, best, at)
-            if best is None:
-                best, got = float(got[0]), got[1:]
-            per, moved = 4 if mu0 > 0 else 2, False
-            for j in range(at, len(steps)):
-                rows = got[(j - at) * per:(j - at + 1) * per]
-                i = int(np.argmin(rows))
-                if rows[i] < best - 1e-12 * (1.0 + abs(best)):
-                    best, (a, b), at, moved = float(rows[i]), _moves(a, b, steps[j], mu0 > 0)[i], j, True
-                    break
-            if not moved:
-                break
-        self._ab = (a, b)
-        return a, b
+        return self._keep(search(self._scaled_roots(pi, T, lam0, mu0), a, b, with_memory=mu0 > 0))
 
     def _search_stepwise(self, pi: np.ndarray, T: float, lam0: float, mu0: float, a: float, b: float,
                          best: float | None = None, at: int = 0) -> tuple[float, float] | None:
-        """The same pattern search one step at a time (one compiled call per step), from ``(a, b)`` (its bound
-        ``best`` when known) at the ``at``-th step."""
-        if best is None:
-            first = self._roots(pi, T, [a * lam0], [b * mu0])
-            if first is None:
-                return None
-            best = float(first[0])
-        steps = _multiplier_steps()
-        while at < len(steps):
-            moves = _moves(a, b, steps[at], mu0 > 0)
-            got = self._roots(pi, T, [x * lam0 for x, _ in moves], [y * mu0 for _, y in moves])
-            if got is None:
-                break
-            i = int(np.argmin(got))
-            if got[i] < best - 1e-12 * (1.0 + abs(best)):
-                best, (a, b) = float(got[i]), moves[i]
-            else:
-                at += 1
-        self._ab = (a, b)
-        return a, b
+        """The same search one step at a time (:func:`.set_multipliers.search_stepwise`), from ``(a, b)``."""
+        return self._keep(search_stepwise(self._scaled_roots(pi, T, lam0, mu0), a, b, with_memory=mu0 > 0,
+                                          best=best, at=at))
 
+    def _scaled_roots(self, pi: np.ndarray, T: float, lam0: float, mu0: float):
+        """:meth:`_roots` at pairs ``(a, b)`` in units of ``lam0`` and ``mu0``."""
+        return lambda pairs: self._roots(pi, T, [x * lam0 for x, _ in pairs], [y * mu0 for _, y in pairs])
 
-def _moves(a: float, b: float, step: float, with_memory: bool) -> list[tuple[float, float]]:
-    """The pattern search's moves from ``(a, b)``: along the load multiplier, then the memory one.
-
-    >>> _moves(0.5, 0.25, 0.1, True)
-    [(0.6, 0.25), (0.4, 0.25), (0.5, 0.35), (0.5, 0.15)]
-    """
-    out = [(a + step, b), (max(0.0, a - step), b)]
-    if with_memory:
-        out += [(a, b + step), (a, max(0.0, b - step))]
-    return out
-
-
-def _multiplier_steps() -> list[float]:
-    """The pattern search's steps: the first of :data:`MULTIPLIER_STEPS`, halved while not below the smallest.
-
-    >>> _multiplier_steps()
-    [0.2, 0.1, 0.05, 0.025, 0.0125]
-    """
-    step, smallest = MULTIPLIER_STEPS
-    out = []
-    while step >= smallest:
-        out.append(step)
-        step /= 2
-    return out
-
-
-#: The pattern search over the Lagrangian multipliers (in units of the critical ratios): first step, and the
-#: smallest (it halves the step after a round with no better pair). On residual_75_s2_training's accelerator
-#: pricing at T = 46.2 it takes the root bound from 8.5-9.4 to within 1-2 % of the maximum (7.7-8.3) and
-#: an accelerator's DP from 1.4-3.3 s to 0.34-0.9 s (see docs/proofs.md).
-MULTIPLIER_STEPS = (0.2, 0.01)
+    def _keep(self, pair: tuple[float, float] | None) -> tuple[float, float] | None:
+        """``pair`` (the search's end), kept as the next search's start."""
+        if pair is not None:
+            self._ab = pair
+        return pair
 
 
 def _as_set(raw: bytes) -> np.ndarray:
